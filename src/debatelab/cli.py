@@ -1,0 +1,171 @@
+"""The ``debatelab`` command line."""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+import click
+
+from .errors import DebatelabError
+
+
+def _friendly_errors(func):
+    """Turn bad-input errors into one clear message instead of a traceback."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except (DebatelabError, ValueError, FileNotFoundError) as exc:
+            raise click.ClickException(str(exc)) from exc
+
+    return wrapper
+
+
+def _common(func):
+    """Options every experiment command takes."""
+    options = [
+        click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path),
+                     help="Dataset root (default: $DEBATELAB_DATA, else ~/.cache/debatelab/data)."),
+        click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
+                     help="Cache of trained judges and stores (default: $DEBATELAB_CACHE, "
+                          "else ~/.cache/debatelab)."),
+        click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+                     help="Run folder (default: runs/<timestamp>-<command>)."),
+        click.option("--seed", type=int, default=0, show_default=True,
+                     help="Seed of the judges' training."),
+        click.option("--quiet", is_flag=True, help="No progress bars."),
+    ]  # fmt: skip
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _dataset_option(default="mnist"):
+    from .data.preprocess import VARIANTS
+
+    return click.option(
+        "--dataset", "variant", type=click.Choice(list(VARIANTS)), default=default,
+        show_default=True, help="Dataset variant.",
+    )  # fmt: skip
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="debatelab")
+def main():
+    """debatelab: debate and consultancy between strong agents in front of a weak judge.
+
+    Start with `debatelab run`: it trains (or loads from the cache) the MNIST judges and prints
+    the reference table. Every command writes a run folder with its config, manifest and metrics.
+    """
+
+
+@main.command()
+@_dataset_option()
+@click.option("--kind", type=click.Choice(["gold", "sparse", "both"]), default="both",
+              show_default=True, help="Which judge to train.")  # fmt: skip
+@click.option("--epochs", type=int, default=10, show_default=True)
+@click.option("--retrain", is_flag=True, help="Ignore the cache and train again.")
+@_common
+@_friendly_errors
+def train(variant, kind, epochs, retrain, data_dir, cache_dir, out, seed, quiet):
+    """Train the gold classifier and/or the sparse judge of a dataset variant."""
+    import torch
+
+    from .data import load_variant
+    from .experiments.setup import JudgeSetupConfig
+    from .judges import accuracy, get_judge, random_mask_accuracy
+    from .report.runs import RunFolder, default_run_dir
+
+    cfg = JudgeSetupConfig(variant=variant, seed=seed, epochs=epochs)
+    run = RunFolder(out or default_run_dir("train"), "train", cfg, seeds={"train": seed})
+    data = load_variant(variant, data_dir)
+    metrics = {}
+    kinds = ["gold", "sparse"] if kind == "both" else [kind]
+    for k in kinds:
+        judge = get_judge(cfg.judge_config(k), data, cache_dir, not quiet, retrain)
+        if k == "gold":
+            metrics["gold_accuracy"] = accuracy(judge.model, data.x_test, data.y_test)
+        else:
+            gen = torch.Generator().manual_seed(12345)
+            metrics["sparse_accuracy"] = random_mask_accuracy(
+                judge.model, data.x_test, data.y_test, cfg_grid(data, cfg), cfg.reveal, gen,
+                draws=cfg.mc_draws,
+            )  # fmt: skip
+        metrics[f"{k}_final_train_loss"] = judge.history[-1]["loss"]
+        metrics[f"{k}_checkpoint"] = str(judge.path)
+        metrics[f"{k}_cached"] = judge.cached
+        click.echo(f"{k} judge: {judge.path} ({'cached' if judge.cached else 'trained'})")
+    run.finish(metrics)
+    click.echo(json.dumps({k: v for k, v in metrics.items() if "accuracy" in k}, indent=2))
+    click.echo(str(run.path))
+
+
+def cfg_grid(data, cfg):
+    from .games.grid import Grid
+
+    return Grid(data.image_size, cfg.grid)
+
+
+def _images_option(default: str):
+    return click.option(
+        "--images", default=default, show_default=True,
+        help="Test images: 'all', 'N' (the first N) or 'start:stop'.",
+    )  # fmt: skip
+
+
+@main.command()
+@_dataset_option()
+@_images_option("0:5000")
+@_common
+@_friendly_errors
+def run(variant, images, data_dir, cache_dir, out, seed, quiet):
+    """The main job: judges of a dataset variant and the reference table.
+
+    Trains (or loads) the gold classifier and the sparse judge, computes the sparse judge's
+    probabilities on every 4-cell mask of the chosen test images (cached, resumable), and
+    prints gold, perfect, sparse and ensemble accuracy next to the published numbers.
+    """
+    from .experiments.setup import JudgeSetupConfig, dump_store, exact_metrics, prepare_judges
+    from .report.runs import RunFolder, default_run_dir
+    from .report.tables import setup_table
+
+    cfg = JudgeSetupConfig(variant=variant, seed=seed)
+    run_folder = RunFolder(out or default_run_dir("run"), "run", {**vars(cfg), "images": images},
+                           seeds={"train": seed})  # fmt: skip
+    setup = prepare_judges(cfg, data_dir, cache_dir, progress=not quiet)
+    store = dump_store(setup, images, cache_dir, progress=not quiet)
+    metrics = exact_metrics(setup, store)
+    table = setup_table(variant, metrics, ["gold", "perfect", "sparse", "ensemble"])
+    report = (f"# debatelab run: {variant}\n\n{metrics['n_images']} test images "
+              f"(range {images}); judges seed {seed}.\n\n{table}\n")  # fmt: skip
+    run_folder.file("report.md").write_text(report)
+    run_folder.finish(metrics, store=str(store.path))
+    click.echo(table)
+    click.echo(str(run_folder.path))
+
+
+@main.command()
+@_dataset_option()
+@_images_option("all")
+@_common
+@_friendly_errors
+def dump(variant, images, data_dir, cache_dir, out, seed, quiet):
+    """Store the sparse judge's probabilities on every 4-cell mask of test images.
+
+    The store is chunked and resumable: an interrupted dump continues with the missing chunks,
+    and a finished one is reused as it is.
+    """
+    from .experiments.setup import JudgeSetupConfig, dump_store, prepare_judges
+    from .report.runs import RunFolder, default_run_dir
+
+    cfg = JudgeSetupConfig(variant=variant, seed=seed)
+    run_folder = RunFolder(out or default_run_dir("dump"), "dump", {**vars(cfg), "images": images},
+                           seeds={"train": seed})  # fmt: skip
+    setup = prepare_judges(cfg, data_dir, cache_dir, progress=not quiet)
+    store = dump_store(setup, images, cache_dir, progress=not quiet)
+    run_folder.finish({"complete": store.complete}, store=str(store.path))
+    click.echo(f"store: {store.path}")
+    click.echo(str(run_folder.path))

@@ -1,0 +1,1 @@
+"""Experiments: each module composes the library into one runnable study."""

@@ -1,0 +1,114 @@
+"""The judge setup of REFERENCE B: train (or load) the gold classifier and the sparse judge of a
+dataset variant and measure them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ..data import ImageData, load_variant
+from ..games.grid import Grid
+from ..judges import (
+    TrainConfig,
+    TrainedJudge,
+    accuracy,
+    get_judge,
+    predict_proba,
+    random_mask_accuracy,
+)
+from ..judges.columns import reference_columns
+from ..store import AllMaskStore, dump_all_mask_probs, parse_image_range, store_path
+
+
+@dataclass
+class JudgeSetupConfig:
+    """Settings shared by every frozen-judge experiment on one dataset variant."""
+
+    variant: str = "mnist"
+    """Dataset variant: mnist, mnist-whitened, fashionmnist(-whitened), cifar10(-whitened)."""
+    seed: int = 0
+    """Seed of both judges' training."""
+    epochs: int = 10
+    """Training epochs of both judges (published: 10)."""
+    grid: int = 6
+    """Cells per side of the 18x18 image (published: 6, cells of 3x3 pixels)."""
+    reveal: int = 4
+    """Cells the sparse judge sees (published: 4)."""
+    mc_draws: int = 10
+    """Random masks per test image for the Monte Carlo sparse accuracy."""
+    train_limit: int | None = None
+    """Train on the first N training images only (quick checks); None = all."""
+
+    def judge_config(self, kind: str) -> TrainConfig:
+        return TrainConfig(
+            variant=self.variant, kind=kind, seed=self.seed, epochs=self.epochs,
+            grid=self.grid, reveal=self.reveal, train_limit=self.train_limit,
+        )  # fmt: skip
+
+
+@dataclass
+class JudgeSetup:
+    config: JudgeSetupConfig
+    data: ImageData
+    gold: TrainedJudge
+    sparse: TrainedJudge
+
+    @property
+    def grid(self) -> Grid:
+        return Grid(self.data.image_size, self.config.grid)
+
+
+def prepare_judges(
+    config: JudgeSetupConfig,
+    data_dir=None,
+    cache=None,
+    progress: bool = True,
+    retrain: bool = False,
+    data: ImageData | None = None,
+) -> JudgeSetup:
+    """Load the variant's data and get both judges (from the cache when they are there)."""
+    data = data or load_variant(config.variant, data_dir)
+    gold = get_judge(config.judge_config("gold"), data, cache, progress, retrain)
+    sparse = get_judge(config.judge_config("sparse"), data, cache, progress, retrain)
+    return JudgeSetup(config, data, gold, sparse)
+
+
+def monte_carlo_metrics(setup: JudgeSetup, eval_seed: int = 12345) -> dict[str, float]:
+    """Gold accuracy on full test images; sparse accuracy on random masks (Monte Carlo)."""
+    data, cfg = setup.data, setup.config
+    gen = torch.Generator().manual_seed(eval_seed)
+    return {
+        "gold_accuracy": accuracy(setup.gold.model, data.x_test, data.y_test),
+        "sparse_accuracy": random_mask_accuracy(
+            setup.sparse.model, data.x_test, data.y_test, setup.grid, cfg.reveal, gen,
+            draws=cfg.mc_draws,
+        ),
+    }  # fmt: skip
+
+
+def dump_store(
+    setup: JudgeSetup, images: str = "all", cache=None, progress: bool = True
+) -> AllMaskStore:
+    """The sparse judge's all-mask probabilities on a slice of the test set (resumable)."""
+    start, stop = parse_image_range(images, len(setup.data.x_test))
+    cfg = setup.config
+    path = store_path(cfg.variant, setup.sparse.config.key(), cfg.grid, cfg.reveal, start, stop,
+                      cache)  # fmt: skip
+    attrs = {"variant": cfg.variant, "judge": setup.sparse.config.key(), "split": "test",
+             "image_start": start, "image_stop": stop}  # fmt: skip
+    return dump_all_mask_probs(
+        setup.sparse.model, setup.data.x_test[start:stop], path, cfg.grid, cfg.reveal,
+        attrs=attrs, progress=progress,
+    )  # fmt: skip
+
+
+def exact_metrics(setup: JudgeSetup, store: AllMaskStore) -> dict[str, float]:
+    """Gold accuracy and the exact sparse / perfect / ensemble columns on the store's images."""
+    start, stop = store.attrs["image_start"], store.attrs["image_stop"]
+    x, y = setup.data.x_test[start:stop], setup.data.y_test[start:stop].numpy()
+    gold_pred = predict_proba(setup.gold.model, x).argmax(1).numpy()
+    metrics = {"gold_accuracy": float((gold_pred == y).mean())}
+    metrics.update(reference_columns(store.iter_chunks(), y, gold_pred))
+    metrics["n_images"] = stop - start
+    return metrics

@@ -1,0 +1,1 @@
+"""Run folders, tables and plots."""
