@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import json
 from pathlib import Path
 
 import click
@@ -71,42 +70,28 @@ def main():
 @_common
 @_friendly_errors
 def train(variant, kind, epochs, retrain, data_dir, cache_dir, out, seed, quiet):
-    """Train the gold classifier and/or the sparse judge of a dataset variant."""
-    import torch
+    """Train the gold classifier and/or the sparse judge of a dataset variant.
 
+    Trained judges are cached (keyed by variant, settings and seed); a second call loads them.
+    Accuracy: gold on full test images, sparse on random masks (Monte Carlo, 10 per image).
+    """
     from .data import load_variant
-    from .experiments.setup import JudgeSetupConfig
-    from .judges import accuracy, get_judge, random_mask_accuracy
+    from .experiments.setup import JudgeSetupConfig, monte_carlo_accuracy
+    from .judges import get_judge
     from .report.runs import RunFolder, default_run_dir
 
     cfg = JudgeSetupConfig(variant=variant, seed=seed, epochs=epochs)
     run = RunFolder(out or default_run_dir("train"), "train", cfg, seeds={"train": seed})
     data = load_variant(variant, data_dir)
     metrics = {}
-    kinds = ["gold", "sparse"] if kind == "both" else [kind]
-    for k in kinds:
+    for k in ["gold", "sparse"] if kind == "both" else [kind]:
         judge = get_judge(cfg.judge_config(k), data, cache_dir, not quiet, retrain)
-        if k == "gold":
-            metrics["gold_accuracy"] = accuracy(judge.model, data.x_test, data.y_test)
-        else:
-            gen = torch.Generator().manual_seed(12345)
-            metrics["sparse_accuracy"] = random_mask_accuracy(
-                judge.model, data.x_test, data.y_test, cfg_grid(data, cfg), cfg.reveal, gen,
-                draws=cfg.mc_draws,
-            )  # fmt: skip
+        metrics[f"{k}_accuracy"] = monte_carlo_accuracy(judge, data, cfg)
         metrics[f"{k}_final_train_loss"] = judge.history[-1]["loss"]
-        metrics[f"{k}_checkpoint"] = str(judge.path)
-        metrics[f"{k}_cached"] = judge.cached
-        click.echo(f"{k} judge: {judge.path} ({'cached' if judge.cached else 'trained'})")
-    run.finish(metrics)
-    click.echo(json.dumps({k: v for k, v in metrics.items() if "accuracy" in k}, indent=2))
+        click.echo(f"{k} judge: {100 * metrics[f'{k}_accuracy']:.2f} % test accuracy, "
+                   f"{'cached' if judge.cached else 'trained'}: {judge.path}")  # fmt: skip
+    run.finish(metrics, checkpoints={k: str(judge.path)})
     click.echo(str(run.path))
-
-
-def cfg_grid(data, cfg):
-    from .games.grid import Grid
-
-    return Grid(data.image_size, cfg.grid)
 
 
 def _images_option(default: str):
@@ -128,14 +113,18 @@ def run(variant, images, data_dir, cache_dir, out, seed, quiet):
     probabilities on every 4-cell mask of the chosen test images (cached, resumable), and
     prints gold, perfect, sparse and ensemble accuracy next to the published numbers.
     """
+    from .data import load_variant
     from .experiments.setup import JudgeSetupConfig, dump_store, exact_metrics, prepare_judges
     from .report.runs import RunFolder, default_run_dir
     from .report.tables import setup_table
+    from .store import parse_image_range
 
     cfg = JudgeSetupConfig(variant=variant, seed=seed)
     run_folder = RunFolder(out or default_run_dir("run"), "run", {**vars(cfg), "images": images},
                            seeds={"train": seed})  # fmt: skip
-    setup = prepare_judges(cfg, data_dir, cache_dir, progress=not quiet)
+    data = load_variant(variant, data_dir)
+    parse_image_range(images, len(data.x_test))  # a bad range fails before any training
+    setup = prepare_judges(cfg, data_dir, cache_dir, progress=not quiet, data=data)
     store = dump_store(setup, images, cache_dir, progress=not quiet)
     metrics = exact_metrics(setup, store)
     table = setup_table(variant, metrics, ["gold", "perfect", "sparse", "ensemble"])
@@ -158,13 +147,17 @@ def dump(variant, images, data_dir, cache_dir, out, seed, quiet):
     The store is chunked and resumable: an interrupted dump continues with the missing chunks,
     and a finished one is reused as it is.
     """
+    from .data import load_variant
     from .experiments.setup import JudgeSetupConfig, dump_store, prepare_judges
     from .report.runs import RunFolder, default_run_dir
+    from .store import parse_image_range
 
     cfg = JudgeSetupConfig(variant=variant, seed=seed)
     run_folder = RunFolder(out or default_run_dir("dump"), "dump", {**vars(cfg), "images": images},
                            seeds={"train": seed})  # fmt: skip
-    setup = prepare_judges(cfg, data_dir, cache_dir, progress=not quiet)
+    data = load_variant(variant, data_dir)
+    parse_image_range(images, len(data.x_test))  # a bad range fails before any training
+    setup = prepare_judges(cfg, data_dir, cache_dir, progress=not quiet, data=data)
     store = dump_store(setup, images, cache_dir, progress=not quiet)
     run_folder.finish({"complete": store.complete}, store=str(store.path))
     click.echo(f"store: {store.path}")

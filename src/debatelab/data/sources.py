@@ -76,12 +76,18 @@ def _idx_candidates(root: Path, folder: str) -> list[Path]:
 
 def _find_idx(root: Path, folder: str, split: str, tried: list[Path]):
     img_name, lab_name = IDX_FILES[split]
-    for base in _idx_candidates(root, folder):
+
+    def first(base: Path, name: str) -> Path | None:
         for suffix in (".gz", ""):
-            img, lab = base / (img_name + suffix), base / (lab_name + suffix)
-            tried.append(img)
-            if img.is_file() and lab.is_file():
-                return img, lab
+            tried.append(base / (name + suffix))
+            if (base / (name + suffix)).is_file():
+                return base / (name + suffix)
+        return None
+
+    for base in _idx_candidates(root, folder):
+        img, lab = first(base, img_name), first(base, lab_name)
+        if img and lab:
+            return img, lab
     return None
 
 

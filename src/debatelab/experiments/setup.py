@@ -74,17 +74,18 @@ def prepare_judges(
     return JudgeSetup(config, data, gold, sparse)
 
 
-def monte_carlo_metrics(setup: JudgeSetup, eval_seed: int = 12345) -> dict[str, float]:
-    """Gold accuracy on full test images; sparse accuracy on random masks (Monte Carlo)."""
-    data, cfg = setup.data, setup.config
+def monte_carlo_accuracy(
+    judge: TrainedJudge, data: ImageData, config: JudgeSetupConfig, eval_seed: int = 12345
+) -> float:
+    """Accuracy of a judge on the test set: full images for gold, random masks (Monte Carlo,
+    ``config.mc_draws`` per image) for sparse."""
+    if judge.config.kind == "gold":
+        return accuracy(judge.model, data.x_test, data.y_test)
     gen = torch.Generator().manual_seed(eval_seed)
-    return {
-        "gold_accuracy": accuracy(setup.gold.model, data.x_test, data.y_test),
-        "sparse_accuracy": random_mask_accuracy(
-            setup.sparse.model, data.x_test, data.y_test, setup.grid, cfg.reveal, gen,
-            draws=cfg.mc_draws,
-        ),
-    }  # fmt: skip
+    grid = Grid(data.image_size, config.grid)
+    return random_mask_accuracy(
+        judge.model, data.x_test, data.y_test, grid, config.reveal, gen, draws=config.mc_draws
+    )
 
 
 def dump_store(

@@ -1,0 +1,150 @@
+"""Exact all-mask probabilities: the fast path against the naive one, and the resumable store."""
+
+from __future__ import annotations
+
+from math import comb
+
+import numpy as np
+import pytest
+import torch
+
+from debatelab import JudgeCNN
+from debatelab.errors import CacheError
+from debatelab.games.grid import Grid, all_masks, masks_to_bool
+from debatelab.judges.allmask import all_mask_probs
+from debatelab.judges.columns import column_hits
+from debatelab.store import dump_all_mask_probs, open_store, parse_image_range
+
+
+def _random_judge(in_channels, widths, image_size=18, seed=0):
+    torch.manual_seed(seed)
+    model = JudgeCNN(in_channels, widths, image_size=image_size)
+    with torch.no_grad():  # larger weights make the logits spread, a sharper test
+        for p in model.parameters():
+            p.mul_(2.0)
+    return model.eval()
+
+
+@pytest.mark.parametrize(
+    "in_channels,widths,image_size,grid,reveal",
+    [
+        (1, (32, 64), 18, 6, 2),
+        (3, (64, 128), 18, 6, 1),
+        (1, (8, 16), 18, 3, 3),
+        (3, (8, 16), 18, 9, 1),
+        (1, (4, 8), 12, 4, 3),
+        (2, (4, 8), 16, 2, 2),
+        (1, (4, 8), 20, 5, 2),
+    ],
+)
+def test_fast_equals_naive(in_channels, widths, image_size, grid, reveal):
+    model = _random_judge(in_channels, widths, image_size)
+    images = torch.randn(
+        3, in_channels, image_size, image_size, generator=torch.Generator().manual_seed(1)
+    )
+    fast = all_mask_probs(model, images, grid, reveal, batch_images=2)
+    naive = all_mask_probs(model, images, grid, reveal, method="naive")
+    assert fast.shape == (3, comb(grid * grid, reveal), 10) and fast.dtype == np.float32
+    assert np.abs(fast - naive).max() <= 1e-5
+
+
+def test_fast_equals_naive_on_mnist_four_cells(mnist):
+    """The published setting on real images: all 58,905 masks fast, 6,000 of them checked
+    against masked images pushed through the model (the naive path on every mask takes ~15 s
+    per image and is covered by the benchmark)."""
+    model = _random_judge(1, (32, 64), seed=3)
+    x = mnist.x_test[:2]
+    fast = all_mask_probs(model, x)
+    grid = Grid(18, 6)
+    pick = np.random.default_rng(0).choice(comb(36, 4), size=6000, replace=False)
+    masks = torch.from_numpy(masks_to_bool(all_masks(36, 4)[pick], 36))
+    with torch.inference_mode():
+        for i in range(len(x)):
+            naive = torch.softmax(
+                model(grid.apply(x[i : i + 1].expand(len(pick), -1, -1, -1), masks)), 1
+            )
+            assert np.abs(fast[i, pick] - naive.numpy()).max() <= 1e-5
+
+
+def test_all_mask_probs_rejects_bad_input():
+    model = _random_judge(1, (4, 8))
+    with pytest.raises(ValueError, match=r"expects \(N, 1, 18, 18\)"):
+        all_mask_probs(model, torch.zeros(2, 3, 18, 18))
+    with pytest.raises(ValueError, match="unknown method"):
+        all_mask_probs(model, torch.zeros(2, 1, 18, 18), method="fastest")
+    with pytest.raises(ValueError, match="not divisible"):
+        all_mask_probs(model, torch.zeros(2, 1, 18, 18), grid=4)
+
+
+def test_model_mode_is_restored():
+    model = _random_judge(1, (4, 8)).train()
+    all_mask_probs(model, torch.zeros(1, 1, 18, 18), grid=3, reveal=2)
+    assert model.training
+
+
+def _dump(path, model, images, **kw):
+    return dump_all_mask_probs(model, images, path, grid=6, reveal=2, chunk_images=2,
+                               attrs={"variant": "test"}, progress=False, **kw)  # fmt: skip
+
+
+def test_interrupted_dump_resumes_to_the_same_store(tmp_path, monkeypatch):
+    model = _random_judge(1, (8, 16))
+    images = torch.randn(7, 1, 18, 18, generator=torch.Generator().manual_seed(2))
+    whole = _dump(tmp_path / "whole.zarr", model, images)
+    assert whole.complete
+
+    calls = []
+    import debatelab.store as store_module
+
+    real = store_module.all_mask_probs
+
+    def counting(*args, **kwargs):
+        calls.append(len(args[1]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(store_module, "all_mask_probs", counting)
+    part = _dump(tmp_path / "part.zarr", model, images, stop_after_chunks=2)
+    assert not part.complete and part.done.tolist() == [True, True, False, False]
+    resumed = _dump(tmp_path / "part.zarr", model, images)
+    assert resumed.complete
+    assert calls == [2, 2, 2, 1]  # the resume computed only the two missing chunks
+    assert np.array_equal(resumed.probs[:], whole.probs[:])
+    _dump(tmp_path / "part.zarr", model, images)  # finished: nothing recomputed
+    assert calls == [2, 2, 2, 1]
+    expected = all_mask_probs(model, images, 6, 2).astype(np.float16)
+    assert np.array_equal(whole.probs[:], expected)
+
+
+def test_store_with_other_settings_or_damage_is_a_clear_error(tmp_path):
+    model = _random_judge(1, (8, 16))
+    images = torch.randn(3, 1, 18, 18)
+    _dump(tmp_path / "s.zarr", model, images)
+    other = _random_judge(1, (8, 16), seed=5)
+    with pytest.raises(CacheError, match="other settings.*judge_fingerprint"):
+        _dump(tmp_path / "s.zarr", other, images)
+    (tmp_path / "s.zarr" / "zarr.json").write_text("{not json")
+    with pytest.raises(CacheError, match="unreadable"):
+        open_store(tmp_path / "s.zarr")
+
+
+def test_parse_image_range():
+    assert parse_image_range("all", 100) == (0, 100)
+    assert parse_image_range("10:20", 100) == (10, 20)
+    assert parse_image_range("30", 100) == (0, 30)
+    for bad in ("20:10", "0:101", "a:b", ""):
+        with pytest.raises(ValueError, match="image range"):
+            parse_image_range(bad, 100)
+
+
+def test_reference_columns_on_a_hand_made_example():
+    # two images, three masks, three classes
+    probs = np.array([
+        [[0.6, 0.3, 0.1], [0.2, 0.7, 0.1], [0.5, 0.1, 0.4]],
+        [[0.1, 0.1, 0.8], [0.4, 0.5, 0.1], [0.3, 0.3, 0.4]],
+    ], dtype=np.float32)  # fmt: skip
+    labels = np.array([0, 1])
+    gold_pred = np.array([1, 1])  # image 0: gold is wrong, judge most sure of class 1 on mask 1
+    hits = column_hits(probs, labels, gold_pred)
+    assert np.allclose(hits["sparse"], [2 / 3, 1 / 3])
+    assert hits["ensemble"].tolist() == [1.0, 0.0]  # means (.43,.37,.2) and (.27,.3,.43)
+    assert hits["perfect"].tolist() == [0.0, 1.0]
