@@ -2,25 +2,11 @@
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 
 import click
 
-from .errors import DebatelabError
-
-
-def _friendly_errors(func):
-    """Turn bad-input errors into one clear message instead of a traceback."""
-
-    @functools.wraps(func)
-    def wrapper(*args, **kwargs):
-        try:
-            return func(*args, **kwargs)
-        except (DebatelabError, ValueError, FileNotFoundError) as exc:
-            raise click.ClickException(str(exc)) from exc
-
-    return wrapper
+from .cli_common import friendly_errors as _friendly_errors
 
 
 def _common(func):
@@ -162,3 +148,13 @@ def dump(variant, images, data_dir, cache_dir, out, seed, quiet):
     run_folder.finish({"complete": store.complete}, store=str(store.path))
     click.echo(f"store: {store.path}")
     click.echo(str(run_folder.path))
+
+
+def _register_commands():
+    """Commands that live in their own modules."""
+    from .cli_bon import bon
+
+    main.add_command(bon)
+
+
+_register_commands()

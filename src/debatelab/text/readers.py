@@ -1,0 +1,346 @@
+"""Read and write pools: JSON Lines (nested per question, or flat leaf rows) and a long table
+(CSV or Parquet) with one row per leaf.
+
+Long table columns (one row per scored leaf):
+
+| column            | required | meaning                                                    |
+|-------------------|----------|------------------------------------------------------------|
+| question_id       | yes      | the question                                               |
+| proposal_id       | yes      | the proposal, unique within the question                   |
+| critique_id       | no       | empty for a proposal-only leaf                             |
+| rebuttal_id       | no       | empty unless the leaf is a rebuttal (needs a critique_id)  |
+| score             | yes      | judge P(yes) / (P(yes) + P(no)), in [0, 1]                 |
+| correct           | yes      | the proposal's ground-truth correctness (0/1, true/false)  |
+| arm               | no       | proposer pool, default 'main' (e.g. 'control')             |
+| proposal_tokens   | no       | tokens of the proposal                                     |
+| critique_tokens   | no       | tokens of the critique                                     |
+| rebuttal_tokens   | no       | tokens of the rebuttal                                     |
+
+A leaf's protocol follows from the ids it has. Nested JSON Lines: one object per question,
+``{"question_id", "arm"?, "proposals": [{"id", "correct", "score"?, "tokens"?,
+"critiques": [{"id", "score"?, "tokens"?, "rebuttals": [{"id", "score", "tokens"?}]}]}]}``,
+where a ``score`` on a proposal is its proposal-only leaf and on a critique its
+proposal + critique leaf. Lines without ``proposals`` are read as flat leaf rows.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..atomic import write_atomic
+from .pools import MAIN_ARM, PROTOCOLS, PoolError, PoolSet, QuestionPool
+
+ID_COLUMNS = ("question_id", "arm", "proposal_id", "critique_id", "rebuttal_id")
+TOKEN_COLUMNS = ("proposal_tokens", "critique_tokens", "rebuttal_tokens")
+REQUIRED = ("question_id", "proposal_id", "score", "correct")
+_TRUE = {"1", "1.0", "true", "t", "yes", "y"}
+_FALSE = {"0", "0.0", "false", "f", "no", "n"}
+
+
+def read_pools(path: str | Path) -> PoolSet:
+    """Read pools from ``.jsonl``/``.json``, ``.csv`` or ``.parquet``, validated."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"no pool file at {path}")
+    suffix = path.suffix.lower()
+    if suffix in (".jsonl", ".json", ".ndjson"):
+        return read_jsonl(path)
+    if suffix == ".csv":
+        return read_csv(path)
+    if suffix in (".parquet", ".pq"):
+        return read_parquet(path)
+    raise PoolError(f"{path}: unknown pool format {suffix!r}; use .jsonl, .csv or .parquet")
+
+
+def read_jsonl(path: str | Path) -> PoolSet:
+    rows: list[dict[str, Any]] = []
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise PoolError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from exc
+            if not isinstance(obj, dict):
+                raise PoolError(f"{path}:{lineno}: expected a JSON object per line")
+            if "proposals" in obj:
+                rows.extend(_flatten_question(obj, f"{path}:{lineno}"))
+            else:
+                rows.append(obj)
+    return pools_from_records(rows, source=str(path))
+
+
+def _flatten_question(obj: dict, where: str) -> list[dict[str, Any]]:
+    if "question_id" not in obj:
+        raise PoolError(f"{where}: question object without 'question_id'")
+    base = {"question_id": obj["question_id"], "arm": obj.get("arm", MAIN_ARM)}
+    if not obj["proposals"]:
+        raise PoolError(f"{where}: question {obj['question_id']!r} has an empty proposal pool")
+    rows = []
+    for prop in obj["proposals"]:
+        if "id" not in prop:
+            raise PoolError(f"{where}: a proposal of question {obj['question_id']!r} has no 'id'")
+        p = {**base, "proposal_id": prop["id"], "correct": prop.get("correct"),
+             "proposal_tokens": prop.get("tokens")}  # fmt: skip
+        n_before = len(rows)
+        if "score" in prop:
+            rows.append({**p, "score": prop["score"]})
+        for crit in prop.get("critiques", []):
+            c = {**p, "critique_id": crit.get("id"), "critique_tokens": crit.get("tokens")}
+            if "score" in crit:
+                rows.append({**c, "score": crit["score"]})
+            for reb in crit.get("rebuttals", []):
+                rows.append({**c, "rebuttal_id": reb.get("id"), "score": reb.get("score"),
+                             "rebuttal_tokens": reb.get("tokens")})  # fmt: skip
+        if len(rows) == n_before:
+            raise PoolError(f"{where}: proposal {prop['id']!r} of question "
+                            f"{obj['question_id']!r} has no scored leaf")  # fmt: skip
+    return rows
+
+
+def pools_from_records(rows: list[dict[str, Any]], source: str = "records") -> PoolSet:
+    """Pools from flat leaf rows (dicts with the long-table columns)."""
+    if not rows:
+        raise PoolError(f"{source}: no rows")
+    names = set().union(*(r.keys() for r in rows))
+    cols = {name: [r.get(name) for r in rows] for name in names}
+    return pools_from_columns(cols, source=source)
+
+
+def read_csv(path: str | Path) -> PoolSet:
+    try:  # pyarrow parses CSV an order of magnitude faster than the csv module
+        import pyarrow.csv as pacsv
+    except ImportError:
+        pacsv = None
+    if pacsv is not None and Path(path).stat().st_size > 0:
+        try:
+            table = pacsv.read_csv(path)
+        except Exception as exc:  # pyarrow's errors carry no common base class
+            raise PoolError(f"{path}: cannot parse as CSV ({exc})") from exc
+        cols = {c: table.column(c).to_numpy(zero_copy_only=False) for c in table.column_names}
+        return pools_from_columns(cols, source=str(path))
+    with open(path, newline="", encoding="utf-8") as fh:
+        reader = csv.reader(fh)
+        try:
+            header = next(reader)
+        except StopIteration:
+            raise PoolError(f"{path}: empty file") from None
+        data = list(zip(*reader, strict=False)) if header else []
+    if not data:
+        raise PoolError(f"{path}: no rows")
+    return pools_from_columns(dict(zip(header, data, strict=True)), source=str(path))
+
+
+def read_parquet(path: str | Path) -> PoolSet:
+    pq = _pyarrow_parquet()
+    table = pq.read_table(path)
+    cols = {name: table.column(name).to_numpy(zero_copy_only=False) for name in table.column_names}
+    return pools_from_columns(cols, source=str(path))
+
+
+def _pyarrow_parquet():
+    try:
+        import pyarrow.parquet as pq
+    except ImportError as exc:
+        raise PoolError("reading or writing Parquet needs pyarrow: pip install pyarrow") from exc
+    return pq
+
+
+def _ids(values, name: str, source: str, required: bool) -> np.ndarray:
+    arr = np.asarray(values, dtype=object)
+    missing = np.equal(arr, None) | np.equal(arr, "") | np.not_equal(arr, arr)  # None, '', NaN
+    out = arr.astype(str)
+    out[missing] = ""
+    if required and (out == "").any():
+        row = int(np.flatnonzero(out == "")[0])
+        raise PoolError(f"{source}: row {row + 1} has no {name}")
+    return out
+
+
+def _missing(v) -> bool:
+    return (
+        v is None
+        or (isinstance(v, float) and math.isnan(v))
+        or (isinstance(v, str) and not v.strip())
+    )
+
+
+def _floats(values, name: str, source: str) -> np.ndarray:
+    arr = np.asarray(values)
+    if arr.dtype.kind in "fiub":
+        return arr.astype(np.float64)
+    try:  # numbers, numeric strings and None (-> NaN) in one C loop
+        return np.array(arr, dtype=np.float64)
+    except (TypeError, ValueError):
+        pass
+    out = np.empty(len(values))
+    for i, v in enumerate(values):
+        if _missing(v):
+            out[i] = np.nan
+            continue
+        if isinstance(v, str):
+            s = v.strip().lower()
+            if name == "correct" and s in _TRUE | _FALSE:
+                out[i] = 1.0 if s in _TRUE else 0.0
+                continue
+            v = s
+        try:
+            out[i] = float(v)
+        except (TypeError, ValueError):
+            raise PoolError(f"{source}: row {i + 1}: {name} {v!r} is not a number") from None
+    return out
+
+
+def pools_from_columns(cols: dict[str, Any], source: str = "table") -> PoolSet:
+    """Pools from a long table given as columns (one row per leaf); see the module docstring."""
+    missing = [c for c in REQUIRED if c not in cols]
+    if missing:
+        raise PoolError(f"{source}: missing column(s) {missing}; required: {list(REQUIRED)}")
+    n_rows = len(cols["score"])
+    if n_rows == 0:
+        raise PoolError(f"{source}: no rows")
+    blank = [None] * n_rows
+    ids = {c: _ids(cols.get(c, blank), c, source, c in REQUIRED) for c in ID_COLUMNS}
+    ids["arm"] = np.where(ids["arm"] == "", MAIN_ARM, ids["arm"])
+    score = _floats(cols["score"], "score", source)
+    correct = _floats(cols["correct"], "correct", source)
+    if np.isnan(score).any():
+        raise PoolError(f"{source}: row {int(np.flatnonzero(np.isnan(score))[0]) + 1}: "
+                        "score is missing or NaN")  # fmt: skip
+    if np.isnan(correct).any():
+        row = int(np.flatnonzero(np.isnan(correct))[0])
+        raise PoolError(f"{source}: row {row + 1}: correctness is missing for proposal "
+                        f"{ids['proposal_id'][row]!r} of question {ids['question_id'][row]!r}")  # fmt: skip
+    tokens = [_floats(cols[c], c, source) if c in cols else np.full(n_rows, np.nan)
+              for c in TOKEN_COLUMNS]  # fmt: skip
+    has_c, has_r = ids["critique_id"] != "", ids["rebuttal_id"] != ""
+    if (has_r & ~has_c).any():
+        row = int(np.flatnonzero(has_r & ~has_c)[0])
+        raise PoolError(f"{source}: row {row + 1}: a rebuttal needs a critique_id")
+    depth = 1 + has_c.astype(int) + has_r.astype(int)
+    codes = {c: np.unique(ids[c], return_inverse=True)[1].astype(np.int64) for c in ID_COLUMNS}
+    group = codes["arm"] * (codes["question_id"].max() + 1) + codes["question_id"]
+    order = np.lexsort((codes["rebuttal_id"], codes["critique_id"], codes["proposal_id"], depth,
+                        group))  # fmt: skip
+    key = np.stack([group, depth, codes["proposal_id"], codes["critique_id"],
+                    codes["rebuttal_id"]], axis=1)[order]  # fmt: skip
+    dup = (key[1:] == key[:-1]).all(axis=1)
+    if dup.any():
+        row = int(order[np.flatnonzero(dup)[0]])
+        raise PoolError(f"{source}: duplicate leaf (question {ids['question_id'][row]!r}, "
+                        f"proposal {ids['proposal_id'][row]!r}, critique "
+                        f"{ids['critique_id'][row] or '-'!r}, rebuttal "
+                        f"{ids['rebuttal_id'][row] or '-'!r})")  # fmt: skip
+    bounds = np.flatnonzero(np.diff(key[:, 0])) + 1
+    questions = []
+    for rows in np.split(order, bounds):
+        questions.append(_question(rows, ids, codes, depth, score, correct, tokens, source))
+    return PoolSet(tuple(questions))
+
+
+def _question(rows, ids, codes, depth, score, correct, tokens, source) -> QuestionPool:
+    qid, arm = str(ids["question_id"][rows[0]]), str(ids["arm"][rows[0]])
+    where = f"{source}: question {qid!r} (arm {arm!r})"
+    p_codes, first = np.unique(codes["proposal_id"][rows], return_index=True)
+    n = p_codes.size
+    p_local = np.searchsorted(p_codes, codes["proposal_id"][rows])
+    lo = np.full(n, np.inf)
+    hi = np.full(n, -np.inf)
+    np.minimum.at(lo, p_local, correct[rows])
+    np.maximum.at(hi, p_local, correct[rows])
+    if (lo != hi).any():
+        bad = ids["proposal_id"][rows[first[np.flatnonzero(lo != hi)[0]]]]
+        raise PoolError(f"{where}: proposal {bad!r} has conflicting correctness values")
+    proposal_ids = tuple(str(p) for p in ids["proposal_id"][rows[first]])
+    scores, toks = {}, {}
+    for d, proto in enumerate(PROTOCOLS, 1):
+        sel = rows[depth[rows] == d]  # already sorted by proposal, critique, rebuttal
+        if sel.size == 0:
+            continue
+        shape = _rectangle(sel, codes, d, n, where, proto, proposal_ids, p_codes)
+        scores[proto] = score[sel].reshape(shape)
+        tok = sum(tokens[k][sel] for k in range(d))
+        if np.isfinite(tok).all():
+            toks[proto] = tok.reshape(shape)
+    return QuestionPool(question_id=qid, arm=arm, correct=lo, scores=scores,
+                        proposal_ids=proposal_ids, tokens=toks)  # fmt: skip
+
+
+def _rectangle(sel, codes, d, n, where, proto, proposal_ids, p_codes) -> tuple[int, ...]:
+    p = codes["proposal_id"][sel]
+    present = np.unique(p)
+    if present.size != n:
+        lacking = [proposal_ids[i] for i in np.flatnonzero(~np.isin(p_codes, present))[:3]]
+        raise PoolError(f"{where}: ragged pool: proposal(s) {lacking} have no {proto!r} leaves "
+                        f"while {present.size} of {n} proposals do")  # fmt: skip
+    shape = [n]
+    if d >= 2:
+        pc = p * (codes["critique_id"].max() + 1) + codes["critique_id"][sel]
+        new_c = np.concatenate([[True], pc[1:] != pc[:-1]])
+        per_p = np.bincount(np.searchsorted(p_codes, p[new_c]), minlength=n)
+        if per_p.min() != per_p.max():
+            i = int(np.argmin(per_p))
+            raise PoolError(f"{where}: ragged {proto!r} pool: proposal {proposal_ids[i]!r} has "
+                            f"{per_p[i]} critiques, others up to {per_p.max()}")  # fmt: skip
+        shape.append(int(per_p[0]))
+        if d == 3:
+            per_c = np.diff(np.append(np.flatnonzero(new_c), sel.size))
+            if per_c.min() != per_c.max():
+                raise PoolError(f"{where}: ragged 'rebuttal' pool: critiques have between "
+                                f"{per_c.min()} and {per_c.max()} rebuttals")  # fmt: skip
+            shape.append(int(per_c[0]))
+    return tuple(shape)
+
+
+def pools_to_records(pools: PoolSet) -> list[dict[str, Any]]:
+    """Flat leaf rows of the long table (token columns only where a pool has tokens)."""
+    rows = []
+    for q in pools:
+        for proto, arr in q.scores.items():
+            tok = q.tokens.get(proto)
+            for idx in np.ndindex(arr.shape):
+                row = {"question_id": q.question_id, "arm": q.arm,
+                       "proposal_id": q.proposal_ids[idx[0]],
+                       "critique_id": f"c{idx[1]}" if len(idx) > 1 else "",
+                       "rebuttal_id": f"r{idx[2]}" if len(idx) > 2 else "",
+                       "score": float(arr[idx]), "correct": float(q.correct[idx[0]])}  # fmt: skip
+                if tok is not None:  # transcript tokens stored on the leaf's last message
+                    row[TOKEN_COLUMNS[len(idx) - 1]] = float(tok[idx])
+                    for k in range(len(idx) - 1):
+                        row[TOKEN_COLUMNS[k]] = 0.0
+                rows.append(row)
+    return rows
+
+
+def write_pools(pools: PoolSet, path: str | Path) -> Path:
+    """Write pools as a long table (``.csv``/``.parquet``) or flat JSON Lines (``.jsonl``)."""
+    path = Path(path)
+    rows = pools_to_records(pools)
+    columns = list(dict.fromkeys(k for r in rows for k in r))
+    suffix = path.suffix.lower()
+    if suffix in (".jsonl", ".ndjson", ".json"):
+        text = "".join(json.dumps(r) + "\n" for r in rows)
+        return write_atomic(path, lambda p: p.write_text(text, encoding="utf-8"))
+    if suffix == ".csv":
+
+        def write(p: Path):
+            with open(p, "w", newline="", encoding="utf-8") as fh:
+                w = csv.DictWriter(fh, fieldnames=columns, restval="")
+                w.writeheader()
+                w.writerows(rows)
+
+        return write_atomic(path, write)
+    if suffix in (".parquet", ".pq"):
+        pq = _pyarrow_parquet()
+        import pyarrow as pa
+
+        table = pa.table({c: [r.get(c) for r in rows] for c in columns})
+        return write_atomic(path, lambda p: pq.write_table(table, p))
+    raise PoolError(f"{path}: unknown pool format {suffix!r}; use .jsonl, .csv or .parquet")
