@@ -73,6 +73,7 @@ class RunFolder:
         self.device = device
         self.started = time.time()
         self.started_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        self.git = git_state()  # the code as it was when the run started
         cfg = asdict(config) if is_dataclass(config) else dict(config)
         write_json(self.path / "config.json", cfg)
 
@@ -96,7 +97,7 @@ class RunFolder:
             "platform": platform.platform(),
             "versions": library_versions(),
             "version": library_versions()["debatelab"],
-            **git_state(),
+            **self.git,
             **extra,
         }
         write_json(self.path / "manifest.json", manifest)
