@@ -153,8 +153,10 @@ def dump(variant, images, data_dir, cache_dir, out, seed, quiet):
 def _register_commands():
     """Commands that live in their own modules."""
     from .cli_bon import bon
+    from .cli_pixels import pixels
 
     main.add_command(bon)
+    main.add_command(pixels)
 
 
 _register_commands()

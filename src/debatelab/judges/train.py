@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -92,7 +93,8 @@ def _save(path: Path, payload: dict) -> None:
         torch.save(payload, tmp)
 
 
-def _load(path: Path) -> dict:
+def _load(path: Path, fmt: str = CHECKPOINT_FORMAT) -> dict:
+    """Read a checkpoint of format ``fmt``; :class:`CacheError` when unreadable or foreign."""
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises many kinds on a damaged file
@@ -100,9 +102,9 @@ def _load(path: Path) -> dict:
             f"cache entry {path} is unreadable ({type(exc).__name__}: {exc}); delete it and "
             "run again to retrain"
         ) from exc
-    if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
+    if not isinstance(payload, dict) or payload.get("format") != fmt:
         raise CacheError(
-            f"cache entry {path} is not a debatelab judge checkpoint ({CHECKPOINT_FORMAT}); "
+            f"cache entry {path} is not a debatelab judge checkpoint ({fmt}); "
             "delete it and run again to retrain"
         )
     return payload
@@ -131,16 +133,49 @@ def train_judge(
     if config.train_limit is not None:
         x, y = x[: config.train_limit], y[: config.train_limit]
     grid = Grid(data.image_size, config.grid)
+
+    def inputs(idx: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+        xb = x[idx]
+        if config.kind == "sparse":
+            xb = grid.apply(xb, grid.random_masks(len(idx), config.reveal, gen))
+        return xb
+
+    model, history = fit_classifier(
+        lambda: _make_model(config, data), inputs, y, config, resume_path, progress,
+        desc=f"{config.kind} {config.variant}",
+    )  # fmt: skip
+    return TrainedJudge(model, config, history)
+
+
+def fit_classifier(
+    make_model: Callable[[], nn.Module],
+    inputs: Callable[[torch.Tensor, torch.Generator], torch.Tensor],
+    y: torch.Tensor,
+    config,
+    resume_path: Path | None = None,
+    progress: bool = True,
+    desc: str = "judge",
+    fmt: str = CHECKPOINT_FORMAT,
+) -> tuple[nn.Module, list[dict]]:
+    """The shared supervised loop: Adam, ExponentialLR per epoch, cross-entropy, shuffled batches.
+
+    ``inputs(idx, gen)`` builds the batch of training indices ``idx`` (drawing any masks from
+    ``gen``); ``config`` supplies ``seed``, ``epochs``, ``batch_size``, ``lr`` and ``gamma``.
+    Deterministic given the seed; with ``resume_path`` it checkpoints every epoch (format
+    ``fmt``) and continues from the last finished epoch. Returns the model in eval mode and the
+    per-epoch history.
+    """
     gen = torch.Generator().manual_seed(config.seed)
+    n = len(y)
     with torch.random.fork_rng():
         torch.manual_seed(config.seed)  # weight init and dropout draw from the global RNG
-        model = _make_model(config, data)
+        model = make_model()
         optimiser = torch.optim.Adam(model.parameters(), lr=config.lr)
         scheduler = torch.optim.lr_scheduler.ExponentialLR(optimiser, gamma=config.gamma)
         history: list[dict] = []
         start = 0
         if resume_path is not None and resume_path.exists():
-            state = _load(resume_path)
+            state = _load(resume_path, fmt)
             model.load_state_dict(state["state_dict"])
             optimiser.load_state_dict(state["optimiser"])
             scheduler.load_state_dict(state["scheduler"])
@@ -150,19 +185,15 @@ def train_judge(
         loss_fn = nn.CrossEntropyLoss()
         for epoch in range(start, config.epochs):
             model.train()
-            order = torch.randperm(len(x), generator=gen)
+            order = torch.randperm(n, generator=gen)
             total_loss, correct = 0.0, 0
             batches = order.split(config.batch_size)
             bar = progress_bar(
-                batches,
-                enabled=progress,
-                leave=False,
-                desc=f"{config.kind} {config.variant} {epoch + 1}/{config.epochs}",
-            )
+                batches, enabled=progress, leave=False,
+                desc=f"{desc} {epoch + 1}/{config.epochs}",
+            )  # fmt: skip
             for idx in bar:
-                xb, yb = x[idx], y[idx]
-                if config.kind == "sparse":
-                    xb = grid.apply(xb, grid.random_masks(len(idx), config.reveal, gen))
+                xb, yb = inputs(idx, gen), y[idx]
                 logits = model(xb)
                 loss = loss_fn(logits, yb)
                 optimiser.zero_grad(set_to_none=True)
@@ -172,21 +203,17 @@ def train_judge(
                 correct += (logits.argmax(1) == yb).sum().item()
             scheduler.step()
             history.append(
-                {
-                    "epoch": epoch + 1,
-                    "loss": total_loss / len(x),
-                    "train_accuracy": correct / len(x),
-                }
+                {"epoch": epoch + 1, "loss": total_loss / n, "train_accuracy": correct / n}
             )
             if resume_path is not None:
                 _save(resume_path, {
-                    "format": CHECKPOINT_FORMAT, "history": history,
+                    "format": fmt, "history": history,
                     "state_dict": model.state_dict(), "optimiser": optimiser.state_dict(),
                     "scheduler": scheduler.state_dict(), "generator": gen.get_state(),
                     "torch_rng": torch.get_rng_state(),
                 })  # fmt: skip
     model.eval()
-    return TrainedJudge(model, config, history)
+    return model, history
 
 
 def get_judge(

@@ -1,0 +1,301 @@
+"""The 2018 sparse-pixel MNIST debate (REFERENCE A) with tree-search agents.
+
+Trains (or loads) the pixel judge, measures its accuracy on random nonzero pixels, plays every
+chosen test image against all nine precommitted liars and once without precommit, and writes a
+per-game move log and a figure of example debates. Games are played in chunks of images; each
+finished chunk is stored in the run folder, so an interrupted run continues where it stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..atomic import write_json
+from ..data import load_raw
+from ..games.agents import MCTSAgent, MCTSConfig, PolicyAgent, greedy_agent, random_agent
+from ..games.pixels import PixelRules, image_honest_wins, liar_games, play
+from ..judges.pixel import PixelJudge, PixelTrainConfig, get_pixel_judge, random_pixel_accuracy
+from ..policies import as_policy
+from ..progress import progress as progress_bar
+from ..store import parse_image_range
+
+PUBLISHED = {4: {"judge": 48.2, "debate": 85.2}, 6: {"judge": 59.4, "debate": 88.9}}
+"""Irving et al. (2018): judge accuracy on random pixels and honest wins with precommit, %."""
+AGENTS = ("mcts", "greedy", "random")
+
+
+@dataclass
+class PixelExperimentConfig:
+    """Settings of one sparse-pixel debate run."""
+
+    pixels: int = 6
+    """Pixels revealed per debate and seen by the judge in training (the paper: 4 or 6)."""
+    rollouts: int = 1000
+    """MCTS simulations per move (the paper: 10,000)."""
+    images: str = "0:500"
+    """Test images: 'all', 'N' or 'start:stop'."""
+    first: str = "liar"
+    """Who reveals the first pixel: honest or liar (default liar: the honest player moves
+    last, the order under which the published win rates are reached here)."""
+    agent: str = "mcts"
+    """Both players' agent: mcts, greedy (one-step lookahead), random, or a rank policy over
+    one-step values such as top5 (quantiliser) or bo4 (best of 4)."""
+    c_puct: float = 1.0
+    """PUCT exploration weight."""
+    batch_games: int = 64
+    """Games searched in lockstep, their leaves judged in one batch."""
+    no_precommit: bool = True
+    """Also play the variant in which the liar names its label after the reveal."""
+    judge_seed: int = 0
+    """Seed of the judge's training."""
+    judge_epochs: int = 10
+    """Training epochs of the judge."""
+    seed: int = 0
+    """Seed of the agents' random choices (tie-breaks, playouts); one stream per chunk."""
+    accuracy_draws: int = 5
+    """Random nonzero-pixel masks per test image for the judge accuracy."""
+    examples: int = 6
+    """Example debates drawn in the figure."""
+    device: str = "cpu"
+    """Where the judge runs (cpu or cuda)."""
+
+    def __post_init__(self):
+        if self.agent not in AGENTS:
+            try:
+                as_policy(self.agent)
+            except ValueError:
+                raise ValueError(
+                    f"agent must be one of {AGENTS} or a rank policy like top5 or bo4, got "
+                    f"{self.agent!r}"
+                ) from None
+        PixelRules(self.pixels, self.first)  # validates pixels and first
+        if self.rollouts < 1 or self.batch_games < 1 or self.accuracy_draws < 1:
+            raise ValueError("rollouts, batch_games and accuracy_draws must be >= 1")
+
+    def judge_config(self) -> PixelTrainConfig:
+        return PixelTrainConfig(pixels=self.pixels, seed=self.judge_seed, epochs=self.judge_epochs)
+
+    def make_agent(self):
+        if self.agent == "greedy":
+            return greedy_agent()
+        if self.agent == "random":
+            return random_agent()
+        if self.agent != "mcts":
+            return PolicyAgent(as_policy(self.agent))
+        return MCTSAgent(MCTSConfig(self.rollouts, self.c_puct, batch_games=self.batch_games))
+
+
+def _chunk_generator(seed: int, protocol: str, chunk: int) -> torch.Generator:
+    key = zlib.crc32(f"{seed}/{protocol}/{chunk}".encode())
+    return torch.Generator().manual_seed(key)
+
+
+def play_protocol(
+    cfg: PixelExperimentConfig,
+    judge: PixelJudge,
+    images: np.ndarray,
+    labels: np.ndarray,
+    first_index: int,
+    precommit: bool,
+    folder: Path,
+    progress: bool = True,
+) -> list[dict]:
+    """Play every image under one protocol in chunks stored in ``folder``; returns one log row
+    per game (image index, claims, moves, logits, verdict)."""
+    rules = PixelRules(cfg.pixels, cfg.first, precommit)
+    protocol = "precommit" if precommit else "no_precommit"
+    per_image = 9 if precommit else 1
+    chunk_images = max(1, cfg.batch_games // per_image)
+    agent = cfg.make_agent()
+    rows: list[dict] = []
+    starts = range(0, len(images), chunk_images)
+    for c, start in enumerate(progress_bar(starts, enabled=progress, desc=protocol)):
+        path = folder / f"{protocol}-{first_index + start:05d}.json"
+        if path.exists():
+            rows.extend(json.loads(path.read_text()))
+            continue
+        stop = min(start + chunk_images, len(images))
+        games, image_of = liar_games(images[start:stop], labels[start:stop], rules)
+        record = play(games, agent, agent, judge, _chunk_generator(cfg.seed, protocol, c))
+        chunk_rows = record.log_rows()
+        for row, i in zip(chunk_rows, image_of, strict=True):
+            row["image"] = int(first_index + start + i)
+            row["protocol"] = protocol
+        write_json(path, chunk_rows)
+        rows.extend(chunk_rows)
+    return rows
+
+
+def image_win_rate(rows: list[dict]) -> float:
+    """Fraction of images whose honest player beat every liar it faced."""
+    images = sorted({r["image"] for r in rows})
+    index = {img: k for k, img in enumerate(images)}
+    wins = torch.tensor([float(r["honest_win"]) for r in rows])
+    image_of = np.array([index[r["image"]] for r in rows])
+    return float(image_honest_wins(wins, image_of, len(images)).mean())
+
+
+def run_pixels(
+    cfg: PixelExperimentConfig,
+    out: Path,
+    data_dir=None,
+    cache=None,
+    progress: bool = True,
+) -> dict:
+    """The whole experiment into the run folder ``out``; returns the metrics."""
+    trained = get_pixel_judge(cfg.judge_config(), data_dir, cache, progress)
+    judge = PixelJudge(trained.model, device=cfg.device)
+    x_test, y_test = load_raw("mnist", "test", data_dir)
+    start, stop = parse_image_range(cfg.images, len(x_test))
+    images, labels = x_test[start:stop], y_test[start:stop].astype(np.int64)
+    gen = torch.Generator().manual_seed(cfg.seed)
+    acc_all = random_pixel_accuracy(judge, x_test, y_test, cfg.pixels, gen, cfg.accuracy_draws)
+    acc_images = random_pixel_accuracy(judge, images, labels, cfg.pixels, gen, cfg.accuracy_draws)
+    judge.evaluations = judge.calls = 0
+    chunks = out / "chunks" / play_key(cfg)
+    rows = play_protocol(cfg, judge, images, labels, start, True, chunks, progress)
+    metrics = {
+        "judge_accuracy": acc_all,
+        "judge_accuracy_images": acc_images,
+        "honest_win_rate_precommit": image_win_rate(rows),
+        "honest_game_win_rate_precommit": float(np.mean([r["honest_win"] for r in rows])),
+    }
+    if cfg.no_precommit:
+        rows_np = play_protocol(cfg, judge, images, labels, start, False, chunks, progress)
+        metrics["honest_win_rate_no_precommit"] = image_win_rate(rows_np)
+        rows += rows_np
+    metrics.update({
+        "n_images": len(images), "image_range": [start, stop], "pixels": cfg.pixels,
+        "rollouts": cfg.rollouts if cfg.agent == "mcts" else None, "agent": cfg.agent,
+        "first": cfg.first, "judge_checkpoint": str(trained.path),
+        "judge_evaluations_this_session": judge.evaluations,
+        "published": PUBLISHED.get(cfg.pixels),
+    })  # fmt: skip
+    with open(out / "moves.jsonl", "w") as fh:
+        for row in rows:
+            fh.write(json.dumps(row) + "\n")
+    examples = [r for r in rows if r["protocol"] == "precommit"]
+    draw_examples(examples, images, start, out / "examples.png", cfg.examples)
+    (out / "report.md").write_text(report_text(cfg, metrics))
+    return metrics
+
+
+def _pick_examples(rows: list[dict], count: int) -> list[dict]:
+    """One game per image, alternating honest and liar wins where both exist: per image the
+    liar that won, else the one the judge found closest."""
+    best: dict[int, dict] = {}
+    for r in rows:
+        margin = r["logits"][r["honest_label"]] - r["logits"][r["liar_label"]]
+        old = best.get(r["image"])
+        if old is None or margin < old["_margin"]:
+            best[r["image"]] = {**r, "_margin": margin}
+    games = list(best.values())
+    wins = [g for g in games if g["honest_win"]]
+    losses = [g for g in games if not g["honest_win"]]
+    picked = []
+    while len(picked) < count and (wins or losses):
+        for pool in (wins, losses):
+            if pool and len(picked) < count:
+                picked.append(pool.pop(0))
+    return picked
+
+
+def draw_examples(rows, images, first_index: int, path: Path, count: int = 6) -> Path | None:
+    """A figure of example debates: the digit in grey, the honest player's pixels in blue and
+    the liar's in red, numbered by turn."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    picked = _pick_examples(rows, count)
+    if not picked:
+        return None
+    fig, axes = plt.subplots(1, len(picked), figsize=(2.6 * len(picked), 3.0), squeeze=False)
+    for ax, r in zip(axes[0], picked, strict=True):
+        ax.imshow(images[r["image"] - first_index], cmap="gray_r", vmin=0, vmax=400)
+        for t, (row, col, who) in enumerate(r["moves"]):
+            colour = "tab:blue" if who == "honest" else "tab:red"
+            ax.add_patch(plt.Rectangle((col - 0.5, row - 0.5), 1, 1, color=colour))
+            ax.annotate(str(t + 1), (col, row), xytext=(col + 0.9, row - 0.9), fontsize=7,
+                        color=colour, fontweight="bold")  # fmt: skip
+        verdict = "honest wins" if r["honest_win"] else "liar wins"
+        ax.set_title(
+            f"#{r['image']}: {r['honest_label']} vs {r['liar_label']}\n{verdict}", fontsize=9
+        )
+        ax.set_xticks([])
+        ax.set_yticks([])
+    fig.suptitle("Sparse-pixel debates (blue: honest, red: liar; numbers: turn)", fontsize=10)
+    fig.tight_layout(rect=(0, 0, 1, 0.9))
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def report_text(cfg: PixelExperimentConfig, m: dict) -> str:
+    pub = PUBLISHED.get(cfg.pixels, {})
+    budget = f"{cfg.rollouts} rollouts per move" if cfg.agent == "mcts" else f"{cfg.agent} agents"
+    lines = [
+        f"# Sparse-pixel MNIST debate, {cfg.pixels} pixels",
+        "",
+        f"Test images {m['image_range'][0]}:{m['image_range'][1]} ({m['n_images']}); {budget}; "
+        f"{cfg.first} reveals first; judge seed {cfg.judge_seed}, {cfg.judge_epochs} epochs.",
+        "",
+        "| measure | this run, % | published, % |",
+        "|---|---|---|",
+        f"| judge on random nonzero pixels (10k test) | {100 * m['judge_accuracy']:.1f} | "
+        f"{pub.get('judge', '-')} |",
+        f"| honest wins, precommit (vs all 9 liars) | {100 * m['honest_win_rate_precommit']:.1f} "
+        f"| {pub.get('debate', '-')} |",
+    ]
+    if "honest_win_rate_no_precommit" in m:
+        lines.append(
+            f"| honest wins, no precommit | {100 * m['honest_win_rate_no_precommit']:.1f} | - |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def play_key(cfg: PixelExperimentConfig) -> str:
+    """A hash of the settings that decide the games: stored chunks are reused only under it."""
+    fields = {k: v for k, v in asdict(cfg).items() if k not in ("examples", "accuracy_draws")}
+    return f"{zlib.crc32(json.dumps(fields, sort_keys=True).encode()):08x}"
+
+
+def plot_rollout_curve(
+    points: list[dict],
+    path: Path,
+    published: float | None = None,
+    ylabel: str = "honest wins vs all 9 liars, %",
+) -> Path:
+    """Honest win rate (precommit) against MCTS rollouts per move, one line per image slice.
+
+    ``points``: dicts with ``rollouts``, ``rate`` (fraction), ``n_images`` and ``slice`` (label).
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8.0, 3.8))
+    for label in sorted({p["slice"] for p in points}):
+        pts = sorted((p for p in points if p["slice"] == label), key=lambda p: p["rollouts"])
+        ax.plot([p["rollouts"] for p in pts], [100 * p["rate"] for p in pts], "o-",
+                label=f"{label} ({pts[0]['n_images']} images)")  # fmt: skip
+    if published is not None:
+        ax.axhline(
+            published, color="grey", ls="--", label=f"published, 10,000 rollouts ({published})"
+        )
+    ax.set_xscale("log")
+    ax.set_xlabel("MCTS rollouts per move")
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

@@ -1,0 +1,264 @@
+"""Agents of the pixel debate: one interface, three kinds.
+
+An agent is an object with ``moves(games, judge, generator) -> slots``: given a batch of
+:class:`PixelGames` (all at the same turn, the agent being the mover) it returns one candidate
+slot per game. Agents know which side they play from ``games.mover()``.
+
+- :class:`PolicyAgent` rates each available pixel by the judge's verdict one step ahead and
+  chooses with a rank policy: ``Exact()`` is the greedy agent, ``Uniform()`` the random agent,
+  ``TopK``/``BestOfN`` a quantilised or best-of-n agent.
+- :class:`MCTSAgent` runs Monte Carlo tree search with PUCT selection, a uniform prior over the
+  available pixels and random playouts to the end of the game, judged by the frozen judge. The
+  trees of many games are searched in lockstep so each simulation step judges all their leaves
+  in one batch.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import torch
+
+from ..judges.pixel import PixelJudge
+from ..policies import Exact, RankPolicy, Uniform, child_weights
+from .pixels import PixelGames, honest_margin
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """Chooses the mover's pixel in every game of a batch."""
+
+    def moves(
+        self, games: PixelGames, judge: PixelJudge, generator: torch.Generator
+    ) -> torch.Tensor:
+        """Slots ``(G,)`` to reveal, each available in its game."""
+        ...
+
+
+def _choose(values: torch.Tensor, available: torch.Tensor, policy: RankPolicy, generator):
+    """Sample one slot per row from the policy's weights over the available slots' values
+    (higher is better for the mover)."""
+    out = torch.empty(len(values), dtype=torch.long)
+    for g in range(len(values)):
+        idx = available[g].nonzero()[:, 0]
+        w = child_weights(values[g, idx].double().numpy(), policy, maximize=True)
+        w = torch.as_tensor(w / w.sum())
+        out[g] = idx[torch.multinomial(w, 1, generator=generator)[0]]
+    return out
+
+
+@dataclass(frozen=True)
+class PolicyAgent:
+    """One-step lookahead under a rank policy: each available pixel is valued by the judge's
+    honest margin after revealing it (negated for the liar)."""
+
+    policy: RankPolicy = field(default_factory=Exact)
+    """How the agent picks among pixels ranked by value: Exact = greedy, Uniform = random."""
+
+    def moves(self, games: PixelGames, judge: PixelJudge, generator: torch.Generator):
+        available = games.available()
+        if isinstance(self.policy, Uniform):  # values are irrelevant: skip the judge
+            return _choose(torch.zeros(available.shape), available, self.policy, generator)
+        rows, slots = available.nonzero(as_tuple=True)
+        used = games.used()[rows]
+        used[torch.arange(len(rows)), slots] = True
+        expanded = games.subset(rows)
+        margin, _ = expanded.judge_margin(judge, used)
+        sign = 1.0 if games.mover() == "honest" else -1.0
+        values = torch.full(available.shape, float("-inf"))
+        values[rows, slots] = sign * margin
+        return _choose(values, available, self.policy, generator)
+
+
+def greedy_agent() -> PolicyAgent:
+    """Reveals the pixel that most helps its claim one step ahead."""
+    return PolicyAgent(Exact())
+
+
+def random_agent() -> PolicyAgent:
+    """Reveals a uniformly random unrevealed nonzero pixel."""
+    return PolicyAgent(Uniform())
+
+
+@dataclass(frozen=True)
+class MCTSConfig:
+    """Settings of the tree search."""
+
+    rollouts: int = 1000
+    """Simulations per move (the paper used 10,000)."""
+    c_puct: float = 1.0
+    """Weight of the PUCT exploration term c * P * sqrt(N) / (1 + n)."""
+    fpu: float = 0.5
+    """Value (win probability for the mover) assumed for an edge never visited."""
+    batch_games: int = 64
+    """Trees searched in lockstep, their leaves judged in one batch; 1 judges each rollout
+    alone (the unbatched baseline of the benchmark)."""
+    memory_mb: int = 512
+    """Cap on the tree arrays of one lockstep batch; fewer trees are searched together above it."""
+    select: RankPolicy = field(default_factory=Exact)
+    """Rank policy over the root's visit counts that picks the move (Exact: most visited)."""
+
+    def __post_init__(self):
+        if self.rollouts < 1 or self.batch_games < 1:
+            raise ValueError("rollouts and batch_games must be >= 1")
+        if self.c_puct < 0 or not 0 <= self.fpu <= 1:
+            raise ValueError("c_puct must be >= 0 and fpu in [0, 1]")
+
+
+@dataclass
+class SearchResult:
+    """Root statistics of a search."""
+
+    visits: torch.Tensor
+    """Visits of each root slot, ``(G, C)``."""
+    value: torch.Tensor
+    """Mean honest win of each root slot's simulations, ``(G, C)`` (fpu-free; 0 if unvisited)."""
+
+
+@dataclass(frozen=True)
+class MCTSAgent:
+    """PUCT tree search against the frozen judge, a fresh tree per move."""
+
+    config: MCTSConfig = field(default_factory=MCTSConfig)
+    """Search settings."""
+
+    def moves(self, games: PixelGames, judge: PixelJudge, generator: torch.Generator):
+        res = self.search(games, judge, generator)
+        honest = games.mover() == "honest"
+        q = res.value if honest else 1.0 - res.value
+        score = res.visits + 1e-3 * q  # visit counts, ties broken by value
+        return _choose(score, games.available(), self.config.select, generator)
+
+    def search(self, games: PixelGames, judge: PixelJudge, generator: torch.Generator):
+        """Run the search for every game, in lockstep batches."""
+        if games.done:
+            raise ValueError("the games are over; nothing to search")
+        n_nodes = self.config.rollouts + 1
+        per_tree = n_nodes * games.valid.shape[1] * 16  # child (8 bytes), n and w (4 each)
+        step = max(1, min(self.config.batch_games, self.config.memory_mb * 2**20 // per_tree))
+        parts = [_search(games.subset(slice(i, i + step)), judge, generator, self.config)
+                 for i in range(0, len(games), step)]  # fmt: skip
+        return SearchResult(
+            torch.cat([p.visits for p in parts]), torch.cat([p.value for p in parts])
+        )
+
+
+def _search(games: PixelGames, judge: PixelJudge, gen: torch.Generator, cfg: MCTSConfig):
+    """PUCT search of ``cfg.rollouts`` simulations in each game's tree, all trees in lockstep.
+
+    Trees are arrays: ``child[g, node, slot]`` (-1 = not expanded), edge visits ``n`` and honest
+    wins ``w``. A simulation descends by PUCT until it creates a node or reaches the last turn,
+    completes the reveal with uniformly random available pixels, and backs the judge's verdict
+    up its path.
+    """
+    g_count, c_count = games.valid.shape
+    rules, t0 = games.rules, games.turn
+    depth = rules.pixels - t0
+    movers_honest = [rules.mover(t0 + d) == "honest" for d in range(depth)]
+    n_nodes = cfg.rollouts + 1
+    # flat trees: row ``g * n_nodes + node`` holds the edges of one node
+    child = torch.full((g_count * n_nodes, c_count), -1, dtype=torch.long)
+    n = torch.zeros((g_count * n_nodes, c_count))
+    w = torch.zeros((g_count * n_nodes, c_count))
+    count = torch.ones(g_count, dtype=torch.long)
+    base = torch.arange(g_count) * n_nodes
+    root_used = games.used()
+    for _ in range(cfg.rollouts):
+        node = base.clone()
+        used = root_used.clone()
+        alive = torch.ones(g_count, dtype=torch.bool)
+        path_node, path_act, path_alive = [], [], []
+        for d in range(depth):
+            ne, we = n.index_select(0, node), w.index_select(0, node)
+            free = games.valid & ~used
+            q = we / ne.clamp(min=1)
+            if not movers_honest[d]:
+                q = 1.0 - q
+            q = torch.where(ne > 0, q, cfg.fpu)
+            prior = 1.0 / free.sum(1, keepdim=True)
+            u = cfg.c_puct * prior * ne.sum(1, keepdim=True).sqrt() / (1.0 + ne)
+            score = q + u + 1e-6 * torch.rand(q.shape, generator=gen)
+            a = score.masked_fill_(~free, float("-inf")).argmax(1)
+            path_node.append(node)
+            path_act.append(a)
+            path_alive.append(alive)
+            used.scatter_(1, a[:, None], alive[:, None] | used.gather(1, a[:, None]))
+            if d == depth - 1:
+                break
+            nxt = child[node, a]
+            new = alive & (nxt < 0)
+            if new.any():
+                child[node[new], a[new]] = base[new] + count[new]
+                count += new
+            alive = alive & ~new
+            if not alive.any():
+                break
+            node = torch.where(alive, nxt, node)
+        used = _random_playout(games.valid, used, rules.pixels, gen)
+        margin, _ = games.judge_margin(judge, used)
+        win = (margin > 0).to(torch.float32)
+        on_path = torch.stack(path_alive)
+        flat = (torch.stack(path_node) * c_count + torch.stack(path_act))[on_path]
+        n.view(-1).index_add_(0, flat, torch.ones(len(flat)))
+        w.view(-1).index_add_(0, flat, win.expand(len(path_alive), -1)[on_path])
+    visits, wins = n[base], w[base]
+    return SearchResult(visits, torch.where(visits > 0, wins / visits.clamp(min=1), 0.0))
+
+
+def _random_playout(valid, used, pixels: int, gen: torch.Generator) -> torch.Tensor:
+    """``used`` completed to ``pixels`` slots per row with uniformly random available slots."""
+    need = pixels - used.sum(1)
+    k = int(need.max())
+    if k <= 0:
+        return used
+    keys = torch.rand(used.shape, generator=gen).masked_fill(~(valid & ~used), -1.0)
+    top = keys.topk(k, dim=1).indices
+    take = torch.arange(k)[None, :] < need[:, None]
+    out = torch.cat([used, torch.zeros(len(used), 1, dtype=torch.bool)], dim=1)
+    out.scatter_(1, torch.where(take, top, used.shape[1]), True)  # spare column absorbs the rest
+    return out[:, :-1]
+
+
+def exhaustive_value(games: PixelGames, judge: PixelJudge) -> np.ndarray:
+    """The minimax honest win (0 or 1) of each game from its current turn, by full enumeration.
+
+    The judge sees only the set of revealed pixels, so every completion set is judged once (in
+    one batch per game) and the ordered game tree is searched over sets. For tiny instances.
+    """
+    out = np.empty(len(games))
+    for g in range(len(games)):
+        game = games.subset(slice(g, g + 1))
+        start = frozenset(game.moves[0].tolist())
+        free = game.available()[0].nonzero()[:, 0].tolist()
+        k = game.rules.pixels - game.turn
+        leaves = [start | set(c) for c in itertools.combinations(free, k)]
+        used = torch.zeros(len(leaves), game.valid.shape[1], dtype=torch.bool)
+        for i, leaf in enumerate(leaves):
+            used[i, list(leaf)] = True
+        margin, _ = game.subset(torch.zeros(len(leaves), dtype=torch.long)).judge_margin(
+            judge, used
+        )
+        table = {leaf: float(m > 0) for leaf, m in zip(leaves, margin, strict=True)}
+        out[g] = _minimax(start, free, game.rules, table, {})
+    return out
+
+
+def _minimax(revealed: frozenset, free: list, rules, table: dict, memo: dict) -> float:
+    if len(revealed) == rules.pixels:
+        return table[revealed]
+    if revealed not in memo:
+        vals = [
+            _minimax(revealed | {s}, free, rules, table, memo) for s in free if s not in revealed
+        ]
+        honest = rules.mover(len(revealed)) == "honest"
+        memo[revealed] = max(vals) if honest else min(vals)
+    return memo[revealed]
+
+
+__all__ = [
+    "Agent", "MCTSAgent", "MCTSConfig", "PolicyAgent", "SearchResult", "exhaustive_value",
+    "greedy_agent", "honest_margin", "random_agent",
+]  # fmt: skip

@@ -1,0 +1,234 @@
+"""The sparse-pixel judge of the 2018 MNIST debate (REFERENCE A).
+
+A CNN on 28x28 images with two input planes: the mask of revealed pixels and the revealed
+values (pixel / 255, zero where hidden). It is trained with supervised learning on ``pixels``
+uniformly random **nonzero** pixels per image (a fresh draw per sample) and frozen afterwards.
+The network is :class:`JudgeCNN` with two input channels; training and the checkpoint cache are
+shared with the cell-grid judges (:func:`debatelab.judges.train.fit_classifier`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..data import load_raw
+from ..paths import cache_dir
+from .cnn import JudgeCNN
+from .train import _load, _save, fit_classifier
+
+PIXEL_FORMAT = "debatelab-pixel-judge/1"
+SIDE = 28
+N_PIXELS = SIDE * SIDE
+
+
+@dataclass
+class PixelTrainConfig:
+    """Settings of one pixel-judge training run."""
+
+    pixels: int = 6
+    """Nonzero pixels revealed per training sample (the paper: 4 or 6)."""
+    seed: int = 0
+    """Seeds the weight init, the shuffling, the pixel draws and dropout."""
+    epochs: int = 10
+    """Passes over the training set."""
+    batch_size: int = 256
+    """Samples per optimiser step."""
+    lr: float = 1e-3
+    """Adam learning rate."""
+    gamma: float = 0.85
+    """ExponentialLR decay, applied once per epoch."""
+    widths: tuple[int, int] = (16, 32)
+    """Conv widths (c1, c2); narrower than the cell judges' (32, 64) so tree search stays cheap."""
+    train_limit: int | None = None
+    """Use only the first N training images (quick tests); ``None`` uses all 60,000."""
+    extra: dict = field(default_factory=dict)
+    """Free-form tags that become part of the cache key."""
+
+    def __post_init__(self):
+        if self.pixels < 1 or self.pixels > N_PIXELS:
+            raise ValueError(f"pixels must be in 1..{N_PIXELS}, got {self.pixels}")
+        if self.epochs < 1 or self.batch_size < 1:
+            raise ValueError("epochs and batch_size must be >= 1")
+        self.widths = tuple(int(w) for w in self.widths)
+
+    def key(self) -> str:
+        """Cache key: pixels, seed and a hash of every setting."""
+        blob = json.dumps(asdict(self), sort_keys=True, default=list)
+        digest = hashlib.sha256(blob.encode()).hexdigest()[:12]
+        return f"mnist-pixel{self.pixels}-s{self.seed}-{digest}"
+
+
+def pixel_values(images: np.ndarray | torch.Tensor) -> torch.Tensor:
+    """``uint8`` images ``(N, 28, 28)`` to float values in [0, 1], flattened to ``(N, 784)``."""
+    x = torch.as_tensor(np.asarray(images))
+    if x.ndim != 3 or tuple(x.shape[1:]) != (SIDE, SIDE):
+        raise ValueError(f"expected images (N, {SIDE}, {SIDE}), got {tuple(x.shape)}")
+    return x.reshape(len(x), N_PIXELS).to(torch.float32) / 255.0
+
+
+def pixel_planes(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Judge input ``(B, 2, 28, 28)``: the mask plane and the revealed values (0 where hidden)."""
+    if values.shape != mask.shape or values.shape[-1] != N_PIXELS:
+        raise ValueError(
+            f"values {tuple(values.shape)} and mask {tuple(mask.shape)} must both be (B, 784)"
+        )
+    m = mask.to(values.dtype)
+    return torch.stack([m, values * m], dim=1).reshape(-1, 2, SIDE, SIDE)
+
+
+def random_nonzero_masks(
+    values: torch.Tensor, pixels: int, generator: torch.Generator
+) -> torch.Tensor:
+    """Boolean masks ``(B, 784)`` of ``pixels`` uniformly random nonzero pixels per image."""
+    nonzero = values > 0
+    short = nonzero.sum(1) < pixels
+    if short.any():
+        raise ValueError(
+            f"{int(short.sum())} image(s) have fewer than {pixels} nonzero pixels; cannot reveal "
+            f"{pixels} nonzero pixels"
+        )
+    keys = torch.rand(values.shape, generator=generator)
+    keys[~nonzero] = -1.0
+    idx = keys.topk(pixels, dim=1).indices
+    return torch.zeros(values.shape, dtype=torch.bool).scatter_(1, idx, True)
+
+
+def make_pixel_model(config: PixelTrainConfig) -> JudgeCNN:
+    return JudgeCNN(in_channels=2, widths=config.widths, image_size=SIDE)
+
+
+@dataclass
+class TrainedPixelJudge:
+    model: JudgeCNN
+    config: PixelTrainConfig
+    history: list[dict]
+    """Per-epoch training loss and accuracy."""
+    path: Path | None = None
+    """Cache file it was loaded from or saved to."""
+    cached: bool = False
+    """True when loaded from the cache rather than trained in this call."""
+
+
+def train_pixel_judge(
+    config: PixelTrainConfig,
+    images: np.ndarray,
+    labels: np.ndarray,
+    resume_path: Path | None = None,
+    progress: bool = True,
+) -> TrainedPixelJudge:
+    """Train on ``uint8`` images ``(N, 28, 28)`` with a fresh random nonzero-pixel mask per
+    sample; with ``resume_path`` it checkpoints every epoch and resumes from it."""
+    values = pixel_values(images)
+    y = torch.as_tensor(np.asarray(labels)).long()
+    if config.train_limit is not None:
+        values, y = values[: config.train_limit], y[: config.train_limit]
+
+    def inputs(idx: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+        v = values[idx]
+        return pixel_planes(v, random_nonzero_masks(v, config.pixels, gen))
+
+    model, history = fit_classifier(
+        lambda: make_pixel_model(config), inputs, y, config, resume_path, progress,
+        desc=f"pixel judge K={config.pixels}", fmt=PIXEL_FORMAT,
+    )  # fmt: skip
+    for p in model.parameters():
+        p.requires_grad_(False)
+    return TrainedPixelJudge(model, config, history)
+
+
+def load_pixel_checkpoint(path: str | os.PathLike) -> TrainedPixelJudge:
+    """Load a pixel-judge checkpoint; :class:`CacheError` when it is unreadable."""
+    path = Path(path)
+    payload = _load(path, PIXEL_FORMAT)
+    model = JudgeCNN(**payload["model_config"])
+    model.load_state_dict(payload["state_dict"])
+    model.eval()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    config = PixelTrainConfig(**payload["train_config"])
+    return TrainedPixelJudge(model, config, payload["history"], path, cached=True)
+
+
+def get_pixel_judge(
+    config: PixelTrainConfig,
+    data_dir: str | os.PathLike | None = None,
+    cache: str | os.PathLike | None = None,
+    progress: bool = True,
+    retrain: bool = False,
+) -> TrainedPixelJudge:
+    """Load the pixel judge for ``config`` from the cache, or train it on MNIST and cache it."""
+    folder = cache_dir(cache) / "judges"
+    path = folder / f"{config.key()}.pt"
+    if path.exists() and not retrain:
+        return load_pixel_checkpoint(path)
+    partial = folder / f"{config.key()}.partial.pt"
+    if retrain and partial.exists():
+        partial.unlink()
+    folder.mkdir(parents=True, exist_ok=True)
+    images, labels = load_raw("mnist", "train", data_dir)
+    judge = train_pixel_judge(config, images, labels, resume_path=partial, progress=progress)
+    _save(path, {
+        "format": PIXEL_FORMAT, "model_config": judge.model.config(),
+        "train_config": asdict(config), "state_dict": judge.model.state_dict(),
+        "history": judge.history,
+    })  # fmt: skip
+    partial.unlink(missing_ok=True)
+    judge.path = path
+    return judge
+
+
+class PixelJudge:
+    """A frozen pixel judge as the games use it: logits of revealed pixels, counted and batched.
+
+    ``evaluations`` counts judged positions and ``calls`` forward passes, for benchmarks.
+    """
+
+    def __init__(self, model: torch.nn.Module, device: str = "cpu", max_batch: int = 4096):
+        if max_batch < 1:
+            raise ValueError(f"max_batch must be >= 1, got {max_batch}")
+        self.model = model.to(device).eval()
+        self.device = device
+        self.max_batch = max_batch
+        self.evaluations = 0
+        self.calls = 0
+
+    @torch.inference_mode()
+    def logits(self, values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Logits ``(B, 10)`` for images ``values (B, 784)`` with revealed ``mask (B, 784)``."""
+        out = []
+        for v, m in zip(values.split(self.max_batch), mask.split(self.max_batch), strict=True):
+            planes = pixel_planes(v.to(self.device), m.to(self.device))
+            out.append(self.model(planes).float().cpu())
+            self.calls += 1
+        self.evaluations += len(values)
+        if not out:
+            return torch.zeros(0, 10)
+        return torch.cat(out)
+
+
+def random_pixel_accuracy(
+    judge: PixelJudge,
+    images: np.ndarray,
+    labels: np.ndarray,
+    pixels: int,
+    generator: torch.Generator,
+    draws: int = 1,
+) -> float:
+    """The judge's accuracy on ``pixels`` uniformly random nonzero pixels (Monte Carlo over
+    ``draws`` masks per image)."""
+    if draws < 1:
+        raise ValueError(f"draws must be >= 1, got {draws}")
+    values = pixel_values(images)
+    y = torch.as_tensor(np.asarray(labels)).long()
+    hits = 0.0
+    for _ in range(draws):
+        mask = random_nonzero_masks(values, pixels, generator)
+        hits += (judge.logits(values, mask).argmax(1) == y).float().mean().item()
+    return hits / draws

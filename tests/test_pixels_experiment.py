@@ -1,0 +1,113 @@
+"""The `pixels` command end to end on a tiny stand-in judge and synthetic digits: run folder,
+metrics, move log, figure, and resuming from stored chunks."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from click.testing import CliRunner
+
+from debatelab.cli_pixels import pixels
+from debatelab.experiments import pixels as experiment
+from debatelab.judges.pixel import PixelTrainConfig, TrainedPixelJudge, make_pixel_model
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
+@pytest.fixture
+def stand_ins(monkeypatch):
+    rng = np.random.default_rng(0)
+    x = ((rng.random((30, 28, 28)) < 0.1) * rng.integers(1, 256, (30, 28, 28))).astype(np.uint8)
+    y = rng.integers(0, 10, 30).astype(np.uint8)
+    monkeypatch.setattr(experiment, "load_raw", lambda *a, **k: (x, y))
+
+    def judge(cfg, *a, **k):
+        with torch.random.fork_rng():
+            torch.manual_seed(0)
+            model = make_pixel_model(PixelTrainConfig(pixels=cfg.pixels, widths=(2, 4))).eval()
+        return TrainedPixelJudge(model, cfg, [], None)
+
+    monkeypatch.setattr(experiment, "get_pixel_judge", judge)
+    return x, y
+
+
+def test_pixels_command_writes_a_run_folder_and_resumes(stand_ins, tmp_path, monkeypatch):
+    out = tmp_path / "run"
+    args = ["--pixels", "2", "--rollouts", "3", "--images", "0:4", "--out", str(out), "--quiet"]
+    result = CliRunner().invoke(pixels, args)
+    assert result.exit_code == 0, result.output
+    metrics = json.loads((out / "metrics.json").read_text())
+    for key in ("judge_accuracy", "honest_win_rate_precommit", "honest_win_rate_no_precommit"):
+        assert 0.0 <= metrics[key] <= 1.0
+    rows = [json.loads(line) for line in (out / "moves.jsonl").read_text().splitlines()]
+    assert len(rows) == 4 * 9 + 4
+    assert {r["protocol"] for r in rows} == {"precommit", "no_precommit"}
+    for r in rows:
+        assert [m[2] for m in r["moves"]] == ["liar", "honest"]  # liar reveals first by default
+        assert r["liar_label"] != r["honest_label"]
+    pre = [r for r in rows if r["protocol"] == "precommit"]
+    by_image = {}
+    for r in pre:
+        by_image.setdefault(r["image"], []).append(r["honest_win"])
+    expected = np.mean([all(v) for v in by_image.values()])
+    assert metrics["honest_win_rate_precommit"] == pytest.approx(expected)
+    assert (out / "examples.png").stat().st_size > 0
+    assert (out / "manifest.json").exists() and (out / "report.md").exists()
+    # a rerun into the same folder replays nothing: every chunk is stored
+    monkeypatch.setattr(experiment, "play", lambda *a, **k: pytest.fail("replayed a chunk"))
+    again = CliRunner().invoke(pixels, args)
+    assert again.exit_code == 0, again.output
+    assert (
+        json.loads((out / "metrics.json").read_text())["honest_win_rate_precommit"]
+        == (metrics["honest_win_rate_precommit"])
+    )
+
+
+def test_pixels_command_rejects_bad_input(stand_ins, tmp_path):
+    result = CliRunner().invoke(pixels, ["--images", "5:2", "--out", str(tmp_path / "r")])
+    assert result.exit_code != 0 and "image range" in result.output
+    with pytest.raises(ValueError, match="agent"):
+        experiment.PixelExperimentConfig(agent="oracle")
+
+
+def test_policy_agents_run_the_experiment(stand_ins, tmp_path):
+    for agent in ("greedy", "random", "top3"):
+        out = tmp_path / agent
+        args = ["--agent", agent, "--pixels", "2", "--images", "0:3", "--out", str(out),
+                "--quiet", "--skip-no-precommit"]  # fmt: skip
+        result = CliRunner().invoke(pixels, args)
+        assert result.exit_code == 0, result.output
+        metrics = json.loads((out / "metrics.json").read_text())
+        assert "honest_win_rate_no_precommit" not in metrics and metrics["rollouts"] is None
+
+
+def test_rollout_curve_figure(tmp_path):
+    points = [
+        {"rollouts": r, "rate": v, "n_images": 5, "slice": "images 0:5"}
+        for r, v in ((10, 0.4), (100, 0.6), (1000, 1.0))
+    ]
+    path = experiment.plot_rollout_curve(points, tmp_path / "curve.png", published=88.9)
+    assert path.stat().st_size > 0
+
+
+@pytest.mark.slow
+def test_pixel_judge_reproduces_the_published_accuracy(tmp_path, data_root):
+    """The K = 6 pixel judge from a cold cache (10 epochs on 60,000 images, minutes on a CPU):
+    accuracy on 6 random nonzero pixels of the 10,000 test images within 52-63 % (published
+    59.4 %; public reproductions 53.0-55.5 %; this package measured 55.8 %)."""
+    from debatelab.data import load_raw
+    from debatelab.judges.pixel import PixelJudge, get_pixel_judge, random_pixel_accuracy
+
+    trained = get_pixel_judge(PixelTrainConfig(pixels=6), data_root, tmp_path, progress=False)
+    x, y = load_raw("mnist", "test", data_root)
+    acc = random_pixel_accuracy(
+        PixelJudge(trained.model), x, y, 6, torch.Generator().manual_seed(0)
+    )
+    assert 0.52 <= acc <= 0.63

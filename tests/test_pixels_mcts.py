@@ -1,0 +1,145 @@
+"""MCTS against exhaustive minimax on tiny pixel debates (few candidate pixels, K = 2 or 3)."""
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from debatelab.games.agents import (
+    MCTSAgent,
+    MCTSConfig,
+    exhaustive_value,
+    random_agent,
+)
+from debatelab.games.pixels import PixelRules, liar_games, play
+from debatelab.judges.pixel import PixelJudge
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """Tiny tensors: extra intra-op threads only add contention on a busy machine."""
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
+def random_judge(seed: int) -> PixelJudge:
+    """A small random MLP on both planes: a judge whose verdicts interact across pixels."""
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        model = nn.Sequential(nn.Flatten(), nn.Linear(2 * 784, 16), nn.Tanh(), nn.Linear(16, 10))
+        model[1].weight.data.mul_(40.0)  # each revealed pixel moves the verdict
+        model[3].weight.data.mul_(2.0)
+    return PixelJudge(model.eval())
+
+
+def tiny_images(n: int, nonzero: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    imgs = np.zeros((n, 28, 28), np.uint8)
+    for i in range(n):
+        pos = rng.choice(784, nonzero, replace=False)
+        imgs[i].flat[pos] = rng.integers(1, 256, nonzero)
+    return imgs, rng.integers(0, 10, n)
+
+
+def root_child_values(games, judge):
+    """Minimax value of each available root move, (G, C) with nan where unavailable."""
+    out = np.full(games.valid.shape, np.nan)
+    avail = games.available()
+    for s in range(games.valid.shape[1]):
+        rows = avail[:, s].nonzero()[:, 0]
+        if len(rows):
+            sub = games.subset(rows)
+            out[rows.numpy(), s] = exhaustive_value(sub.play(torch.full((len(rows),), s)), judge)
+    return out
+
+
+@pytest.mark.parametrize(
+    "pixels,first,precommit,n_images,seed",
+    [(3, "honest", True, 3, 0), (3, "liar", True, 3, 1), (2, "liar", False, 30, 2)],
+)
+def test_mcts_root_move_is_minimax_optimal(pixels, first, precommit, n_images, seed):
+    judge = random_judge(seed)
+    imgs, labels = tiny_images(n_images, 5, seed)
+    rules = PixelRules(pixels=pixels, first=first, precommit=precommit)
+    games, _ = liar_games(imgs, labels, rules)
+    value = exhaustive_value(games, judge)
+    children = root_child_values(games, judge)
+    # keep the games where the first move matters: some root moves lose the minimax value
+    decisive = torch.tensor([np.nanmin(c) != np.nanmax(c) for c in children])
+    assert decisive.sum() >= 3, "test instance too easy; pick another seed"
+    games, value, children = games.subset(decisive), value[decisive], children[decisive.numpy()]
+    gen = torch.Generator().manual_seed(seed)
+    slots = MCTSAgent(MCTSConfig(rollouts=400)).moves(games, judge, gen).numpy()
+    chosen = children[np.arange(len(slots)), slots]
+    assert np.array_equal(chosen, value), "MCTS picked a move that loses the minimax value"
+    # the check can fail: random moves lose the minimax value in some of these games
+    rand = random_agent().moves(games, judge, gen).numpy()
+    assert not np.array_equal(children[np.arange(len(rand)), rand], value)
+
+
+def naive_minimax(game, judge) -> float:
+    """Minimax over the ordered game tree, one judge call per leaf (one game)."""
+    if game.done:
+        margin, _ = game.judge_margin(judge)
+        return float(margin[0] > 0)
+    vals = [
+        naive_minimax(game.play(torch.tensor([int(s)])), judge)
+        for s in game.available()[0].nonzero()[:, 0]
+    ]
+    return max(vals) if game.mover() == "honest" else min(vals)
+
+
+def test_exhaustive_value_matches_the_ordered_tree():
+    judge = random_judge(5)
+    imgs, labels = tiny_images(2, 5, 5)
+    for rules in (PixelRules(3, "liar"), PixelRules(2, "honest", precommit=False)):
+        games, _ = liar_games(imgs, labels, rules)
+        games = games.subset(slice(0, 6))
+        fast = exhaustive_value(games, judge)
+        slow = [naive_minimax(games.subset(slice(g, g + 1)), judge) for g in range(len(games))]
+        assert fast.tolist() == slow
+        after = games.play(torch.zeros(len(games), dtype=torch.long))  # from a later turn too
+        slow = [naive_minimax(after.subset(slice(g, g + 1)), judge) for g in range(len(after))]
+        assert exhaustive_value(after, judge).tolist() == slow
+
+
+def test_mcts_self_play_reaches_the_minimax_value():
+    judge = random_judge(7)
+    imgs, labels = tiny_images(2, 6, 7)
+    rules = PixelRules(pixels=3, first="liar")
+    games, _ = liar_games(imgs, labels, rules)
+    value = exhaustive_value(games, judge)
+    agent = MCTSAgent(MCTSConfig(rollouts=600))
+    rec = play(games, agent, agent, judge, torch.Generator().manual_seed(0))
+    assert np.array_equal(rec.honest_win.numpy(), value)
+    # an honest random player against the MCTS liar falls short of the minimax value
+    rec = play(games, random_agent(), agent, judge, torch.Generator().manual_seed(0))
+    assert rec.honest_win.sum().item() < value.sum()
+
+
+def test_mcts_batched_and_one_tree_at_a_time_agree():
+    judge = random_judge(3)
+    imgs, labels = tiny_images(2, 6, 3)
+    games, _ = liar_games(imgs, labels, PixelRules(pixels=2, first="honest"))
+    batched = MCTSAgent(MCTSConfig(rollouts=50, batch_games=64))
+    single = MCTSAgent(MCTSConfig(rollouts=50, batch_games=1))
+    a = batched.search(games, judge, torch.Generator().manual_seed(0))
+    b = single.search(games, judge, torch.Generator().manual_seed(0))
+    assert (a.visits.sum(1) == 50).all() and (b.visits.sum(1) == 50).all()
+    # unavailable (padding) slots are never visited
+    assert (a.visits[~games.valid] == 0).all()
+    calls = judge.calls
+    single.search(games.subset(slice(0, 4)), judge, torch.Generator())
+    assert judge.calls - calls == 4 * 50  # one judge call per rollout
+    calls = judge.calls
+    batched.search(games.subset(slice(0, 4)), judge, torch.Generator())
+    assert judge.calls - calls == 50  # one call per simulation step for all four trees
+
+
+def test_mcts_config_validation():
+    with pytest.raises(ValueError):
+        MCTSConfig(rollouts=0)
+    with pytest.raises(ValueError):
+        MCTSConfig(fpu=2.0)
