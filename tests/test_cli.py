@@ -69,4 +69,14 @@ def test_run_reproduces_the_published_mnist_setup(tmp_path, data_root):
     assert 0.57 <= metrics["sparse_accuracy"] <= 0.64
     assert abs(metrics["perfect_accuracy"] - metrics["gold_accuracy"]) <= 0.015
     assert metrics["ensemble_accuracy"] >= 0.90
+    # exact play against the frozen judge: within 4 points of the full-set published columns
+    # on this 1,000-image slice (the full set is within 1.1 points, see README)
+    from debatelab.reference import published_setup
+
+    published = published_setup("mnist")
+    for column, key in [("cons", "consultancy_selection_accuracy"),
+                        ("D2t", "debate2_selection_accuracy"), ("D4t", "debate4_selection_accuracy"),
+                        ("J2t", "debate2_judge_accuracy"), ("J4t", "debate4_judge_accuracy")]:  # fmt: skip
+        assert abs(100 * metrics[key] - published[column]) <= 4.0, (column, metrics[key])
+    assert metrics["debate4_selection_accuracy"] > metrics["consultancy_selection_accuracy"]
     assert (out / "report.md").read_text().count("|") > 10

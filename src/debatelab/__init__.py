@@ -2,6 +2,7 @@
 
 from importlib.metadata import PackageNotFoundError, version
 
+from .games import solve_reveal_game
 from .judges import JudgeCNN
 from .judges.allmask import all_mask_probs
 from .text.solve import best_of_n_weights, nested_best_of_n
@@ -17,4 +18,5 @@ __all__ = [
     "all_mask_probs",
     "best_of_n_weights",
     "nested_best_of_n",
+    "solve_reveal_game",
 ]

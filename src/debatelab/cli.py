@@ -89,18 +89,22 @@ def _images_option(default: str):
 
 @main.command()
 @_dataset_option()
-@_images_option("0:5000")
+@_images_option("0:2000")
 @_common
 @_friendly_errors
 def run(variant, images, data_dir, cache_dir, out, seed, quiet):
     """The main job: judges of a dataset variant and the reference table.
 
     Trains (or loads) the gold classifier and the sparse judge, computes the sparse judge's
-    probabilities on every 4-cell mask of the chosen test images (cached, resumable), and
-    prints gold, perfect, sparse and ensemble accuracy next to the published numbers.
+    probabilities on every 4-cell mask of the chosen test images (cached, resumable), solves
+    consultancy and 2- and 4-turn debate under exact play against that frozen judge, and prints
+    the reference table next to the published numbers. `debatelab sweep` adds the capability
+    curves, heat maps and example plays.
     """
     from .data import load_variant
     from .experiments.setup import JudgeSetupConfig, dump_store, exact_metrics, prepare_judges
+    from .experiments.sweep import exact_play_metrics
+    from .reference import SETUP_COLUMNS
     from .report.runs import RunFolder, default_run_dir
     from .report.tables import setup_table
     from .store import parse_image_range
@@ -113,7 +117,10 @@ def run(variant, images, data_dir, cache_dir, out, seed, quiet):
     setup = prepare_judges(cfg, data_dir, cache_dir, progress=not quiet, data=data)
     store = dump_store(setup, images, cache_dir, progress=not quiet)
     metrics = exact_metrics(setup, store)
-    table = setup_table(variant, metrics, ["gold", "perfect", "sparse", "ensemble"])
+    start, stop = store.attrs["image_start"], store.attrs["image_stop"]
+    metrics.update(exact_play_metrics(store, setup.data.y_test[start:stop].numpy(),
+                                      progress=not quiet))  # fmt: skip
+    table = setup_table(variant, metrics, list(SETUP_COLUMNS))
     report = (f"# debatelab run: {variant}\n\n{metrics['n_images']} test images "
               f"(range {images}); judges seed {seed}.\n\n{table}\n")  # fmt: skip
     run_folder.file("report.md").write_text(report)
@@ -154,9 +161,11 @@ def _register_commands():
     """Commands that live in their own modules."""
     from .cli_bon import bon
     from .cli_pixels import pixels
+    from .cli_sweep import sweep
 
     main.add_command(bon)
     main.add_command(pixels)
+    main.add_command(sweep)
 
 
 _register_commands()

@@ -1,0 +1,221 @@
+"""Everything the frozen-judge sweep leaves in its run folder: arrays, metrics, figures, report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ..games.lines import principal_line
+from ..report.plots import capability_curves, example_plays, heat_map
+from ..report.runs import RunFolder
+from ..report.tables import setup_table
+from .sweep import SweepPlan, exact_columns
+
+#: Best capability (debate read on the diagonal k_A = k_B), REFERENCE B, percent:
+#: cons sel, 2t sel, 4t sel, cons judge, 2t judge, 4t judge.
+BEST_CAPABILITY = {
+    "mnist": (93.58, 95.32, 95.43, 90.44, 88.81, 89.86),
+    "mnist-whitened": (94.73, 95.44, 95.65, 79.46, 72.82, 75.76),
+    "fashionmnist": (79.58, 80.02, 80.06, 76.71, 76.42, 77.40),
+    "fashionmnist-whitened": (72.50, 74.95, 75.37, 63.17, 62.14, 64.33),
+    "cifar10": (49.11, 49.49, 49.40, 44.35, 42.44, 42.88),
+    "cifar10-whitened": (44.39, 44.67, 44.92, 35.93, 32.42, 33.34),
+}
+BEST_KEYS = ("consultancy_selection", "debate2_selection", "debate4_selection",
+             "consultancy_judge", "debate2_judge", "debate4_judge")  # fmt: skip
+
+
+def protocol_arrays(res: dict[str, np.ndarray], plan: SweepPlan) -> dict[str, np.ndarray]:
+    """Curves, grids and diagonals as named arrays (fractions), ready for ``np.savez``."""
+    out: dict[str, np.ndarray] = {}
+    for proto in plan.protocols:
+        caps = proto.capabilities()
+        index = {c: i for i, c in enumerate(caps)}
+        name = proto.name
+        if not proto.is_debate:
+            out[f"{name}_k"] = proto.ks_a
+            for m in ("selection", "judge", "win"):
+                out[f"{name}_{m}"] = res[f"{name}/{m}"][[index[(int(k), 1)] for k in proto.ks_a]]
+            continue
+        out[f"{name}_grid_ka"], out[f"{name}_grid_kb"] = proto.ks_a, proto.ks_b
+        out[f"{name}_diag_k"] = proto.diagonal
+        grid = [[index[(int(a), int(b))] for b in proto.ks_b] for a in proto.ks_a]
+        diag = [index[(int(k), int(k))] for k in proto.diagonal]
+        for m in ("selection", "judge", "win"):
+            out[f"{name}_grid_{m}"] = res[f"{name}/{m}"][np.array(grid)]
+            out[f"{name}_diag_{m}"] = res[f"{name}/{m}"][diag]
+    return out
+
+
+def summary_metrics(res: dict[str, np.ndarray], arrays: dict[str, np.ndarray]) -> dict:
+    """Exact-play columns, best capability (debate on the diagonal) and zero-capability ends."""
+    metrics: dict = {"n_images": int(res["n_images"])}
+    metrics.update(exact_columns(res))
+    for proto, prefix in (("consultancy", "consultancy"), ("debate2", "debate2_diag"),
+                          ("debate4", "debate4_diag")):  # fmt: skip
+        for m in ("selection", "judge"):
+            curve = arrays[f"{prefix}_{m}"]
+            metrics[f"best_{proto}_{m}_accuracy"] = float(curve.max())
+            ks = arrays[f"{prefix}_k"] if proto == "consultancy" else arrays[f"{prefix}_k"]
+            metrics[f"best_{proto}_{m}_k"] = int(ks[int(curve.argmax())])
+            metrics[f"zero_capability_{proto}_{m}_accuracy"] = float(curve[-1])
+        metrics[f"exact_{proto}_win_rate"] = float(arrays[f"{prefix}_win"][0])
+    return metrics
+
+
+def best_capability_table(variant: str, metrics: dict) -> str:
+    """Markdown: this run's best-capability row next to the published one."""
+    cols = ["cons sel", "2t sel", "4t sel", "cons judge", "2t judge", "4t judge"]
+    lines = ["| | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
+    ours = [f"{100 * metrics[f'best_{k}_accuracy']:.2f}" for k in BEST_KEYS]
+    lines.append("| this run | " + " | ".join(ours) + " |")
+    if variant in BEST_CAPABILITY:
+        lines.append("| published | " + " | ".join(f"{v:.2f}" for v in BEST_CAPABILITY[variant])
+                     + " |")  # fmt: skip
+    return "\n".join(lines)
+
+
+def make_figures(run: RunFolder, arrays: dict[str, np.ndarray], plan: SweepPlan,
+                 references: dict[str, float]) -> list[Path]:  # fmt: skip
+    """Capability curves (3 metrics) and heat maps (2 debates x 3 metrics)."""
+    figures = []
+    n_first = {p.name: _first_options(p, plan) for p in plan.protocols}
+    for m in ("selection", "judge", "win"):
+        curves = {"consultancy": (arrays["consultancy_k"], arrays[f"consultancy_{m}"],
+                                  n_first["consultancy"])}  # fmt: skip
+        for name in ("debate2", "debate4"):
+            curves[name] = (arrays[f"{name}_diag_k"], arrays[f"{name}_diag_{m}"], n_first[name])
+        refs = references if m == "selection" else {}
+        figures.append(capability_curves(curves, m, run.file(f"curve_{m}.png"), refs))
+        for name in ("debate2", "debate4"):
+            figures.append(heat_map(
+                arrays[f"{name}_grid_{m}"], arrays[f"{name}_grid_ka"], arrays[f"{name}_grid_kb"],
+                run.file(f"heatmap_{name}_{m}.png"), f"{name}: {m} (%)",
+            ))  # fmt: skip
+    return figures
+
+
+def _first_options(proto, plan: SweepPlan) -> int:
+    from math import comb
+
+    return comb(plan.n_cells, proto.moves[0])
+
+
+def example_records(probs, labels: np.ndarray, claims: np.ndarray, n_cells: int,
+                    moves=(1, 1, 1, 1), per_row: int = 6) -> list[dict]:  # fmt: skip
+    """Exact-play lines of up to ``per_row`` correct and ``per_row`` wrong claims.
+
+    ``probs`` is indexable by image (an array or the store's zarr array); only the chosen
+    images are read.
+    """
+    from ..games.grid import rank_masks
+
+    right = np.flatnonzero(claims == labels)[:per_row]
+    wrong = np.flatnonzero(claims != labels)[:per_row]
+    records = []
+    for i in np.concatenate([right, wrong]):
+        image_probs = np.asarray(probs[int(i)], dtype=np.float64)
+        line = principal_line(image_probs, n_cells, moves, int(claims[i]))
+        mask = np.sort(np.concatenate([np.array(c) for c in line]))
+        p = image_probs[rank_masks(mask[None], n_cells)[0]]
+        top = [(int(c), float(p[c])) for c in np.argsort(-p)[:3]]
+        records.append({"index": int(i), "line": line, "label": int(labels[i]),
+                        "claim": int(claims[i]), "top": top})  # fmt: skip
+    return records
+
+
+def write_report(run: RunFolder, variant: str, metrics: dict, images: str, seed: int,
+                 timings: dict[str, float], has_examples: bool) -> Path:  # fmt: skip
+    """The run's markdown report with tables and figures."""
+    setup_cols = ["cons", "D2t", "D4t", "J2t", "J4t"]
+    figs = "\n".join(f"![{m}](curve_{m}.png)" for m in ("selection", "judge", "win"))
+    heat = "\n".join(f"![{n} {m}](heatmap_{n}_{m}.png)" for n in ("debate2", "debate4")
+                     for m in ("selection", "judge", "win"))  # fmt: skip
+    text = f"""# debatelab sweep: {variant}
+
+{metrics["n_images"]} test images (range {images}); judges seed {seed}; asym rule; frozen sparse
+judge. Capabilities are top-k quantilisers counting options at a player's own move, clamped per
+node; A's claim is the exact argmax over classes of the game value.
+
+## Exact play (k = 1)
+
+{setup_table(variant, metrics, setup_cols)}
+
+## Best capability (debate on the diagonal k_A = k_B)
+
+{best_capability_table(variant, metrics)}
+
+Zero capability (uniform play, the ensemble): consultancy selection
+{100 * metrics["zero_capability_consultancy_selection_accuracy"]:.2f} %, 2-turn
+{100 * metrics["zero_capability_debate2_selection_accuracy"]:.2f} %, 4-turn
+{100 * metrics["zero_capability_debate4_selection_accuracy"]:.2f} %.
+
+## Capability curves
+
+Quantile probability k / n on the x-axis, zero capability on the left, exact play on the right.
+
+{figs}
+
+## Heat maps (strongest A on top, strongest B on the right)
+
+{heat}
+"""
+    if has_examples:
+        text += "\n## Example plays (4-turn exact minimax)\n\n![examples](example_plays.png)\n"
+    text += "\n## Timings\n\n" + "\n".join(f"- {k}: {v:.1f} s" for k, v in timings.items())
+    path = run.file("report.md")
+    path.write_text(text + "\n")
+    return path
+
+
+def save_examples(run: RunFolder, images: np.ndarray, records: list[dict], grid: int) -> Path:
+    return example_plays(images, records, grid, run.file("example_plays.png"),
+                         "4-turn exact play: A red (turns 1, 3), B blue (turns 2, 4)")  # fmt: skip
+
+
+def frozen_judge_sweep(
+    run: RunFolder,
+    store,
+    labels: np.ndarray,
+    variant: str,
+    images: str = "all",
+    seed: int = 0,
+    test_images: np.ndarray | None = None,
+    references: dict[str, float] | None = None,
+    plan: SweepPlan | None = None,
+    workers: int = 1,
+    progress: bool = True,
+    n_images: int | None = None,
+) -> dict:
+    """Run the whole sweep on a store (or its first ``n_images``) and fill ``run``: ``sweep_arrays.npz``,
+    ``exact_play.npz``, figures, ``report.md``; returns the metrics (not yet written)."""
+    import time
+
+    from .sweep import run_sweep
+
+    timings = {}
+    start = time.perf_counter()
+    plan = plan or SweepPlan.build(store.attrs.get("grid", 6) ** 2, store.attrs.get("reveal", 4))
+    res = run_sweep(store, labels, plan, chunk_dir=run.file("chunks"), workers=workers,
+                    progress=progress, n_images=n_images)  # fmt: skip
+    timings["solve"] = time.perf_counter() - start
+    arrays = protocol_arrays(res, plan)
+    np.savez(run.file("sweep_arrays.npz"), **arrays)
+    exact = {k.replace("/", "_"): v for k, v in res.items() if "/exact_" in k}
+    np.savez(run.file("exact_play.npz"), labels=np.asarray(labels), **exact)
+    metrics = summary_metrics(res, arrays)
+    start = time.perf_counter()
+    refs = {"ensemble": metrics["zero_capability_consultancy_selection_accuracy"]}
+    refs.update(references or {})
+    make_figures(run, arrays, plan, refs)
+    has_examples = test_images is not None
+    if has_examples:
+        n_ex = min(len(labels), len(test_images))
+        records = example_records(store.probs, np.asarray(labels)[:n_ex],
+                                  res["debate4/exact_claim"][:n_ex], plan.n_cells)  # fmt: skip
+        save_examples(run, test_images, records, int(round(plan.n_cells**0.5)))
+    timings["figures"] = time.perf_counter() - start
+    metrics["timings_s"] = timings
+    write_report(run, variant, metrics, images, seed, timings, has_examples)
+    return metrics

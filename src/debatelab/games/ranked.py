@@ -1,0 +1,276 @@
+"""One sort per node, every capability from prefix sums.
+
+:class:`RankedChildren` sorts the children of many nodes at once, best-first for the player to
+move, and answers "value (and expected leaf quantity) under rank policy p" for any number of
+policies from the same sort: a top-k average is one prefix-sum look-up, other policies are a dot
+product with their rank weights. The leaf quantity (``aux``, e.g. "the judge is right on the
+revealed mask") rides along in the same order; tied values share their rank block's mass, as in
+:mod:`debatelab.policies`, so nothing depends on how ties were sorted.
+
+Float32 values with an ``aux`` are sorted as one uint64 key (order-preserving bits of the value
+above the bits of ``aux``), which is several times faster than ``argsort`` plus gathers; float64
+values use ``argsort`` (exact, for checks against brute force).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..policies import Exact, RankPolicy, TopK, Uniform, as_policy, tie_shared
+
+#: Rows longer than this keep float64 prefix sums even for float32 values.
+LONG_ROW = 1024
+
+
+@dataclass(frozen=True)
+class Reducer:
+    """A rank policy resolved for ``n`` options: ``k`` for a (clamped) top-k, else ``policy``."""
+
+    k: int | None = None
+    policy: RankPolicy | None = None
+
+
+def resolve(policy: RankPolicy | int | str, n: int) -> Reducer:
+    """The reducer of ``policy`` at a node with ``n`` options (top-k clamped to ``n``)."""
+    policy = as_policy(policy)
+    if isinstance(policy, Exact):
+        return Reducer(k=1)
+    if isinstance(policy, Uniform):
+        return Reducer(k=n)
+    if isinstance(policy, TopK):
+        return Reducer(k=min(int(policy.k), n))
+    return Reducer(policy=policy)
+
+
+_SIGN = np.uint32(0x80000000)
+_LOW = np.uint32(0x7FFFFFFF)
+
+
+def _sortable_bits(x: np.ndarray, maximize: bool) -> np.ndarray:
+    """float32 -> uint32 whose ascending unsigned order is best-first for the player."""
+    u = x.view(np.uint32)
+    t = u >> np.uint32(31)  # 1 for negative floats
+    if maximize:  # non-negative: invert the magnitude bits; negative: keep as is
+        np.subtract(np.uint32(1), t, out=t)
+        t *= _LOW
+    else:  # non-negative: set the sign bit; negative: invert everything
+        t *= _LOW
+        t |= _SIGN
+    t ^= u
+    return t
+
+
+def _values_from_bits(k: np.ndarray, maximize: bool) -> np.ndarray:
+    """Inverse of :func:`_sortable_bits`."""
+    t = k >> np.uint32(31)
+    np.subtract(np.uint32(1), t, out=t)
+    t *= _LOW
+    if not maximize:
+        t |= _SIGN
+    t ^= k
+    return t.view(np.float32)
+
+
+_KEY, _PAYLOAD = (1, 0) if sys.byteorder == "little" else (0, 1)
+
+
+def sort_with_aux(values: np.ndarray, aux: np.ndarray | None, maximize: bool,
+                  nonneg: bool = False):  # fmt: skip
+    """Sort ``values`` best-first along the last axis and carry ``aux`` (broadcastable) along.
+
+    ``nonneg`` promises values >= +0.0 (no negative zero), whose float bits already sort as
+    unsigned integers. Float32 returns strided views into one packed buffer.
+    """
+    if aux is None:
+        best = np.sort(values, axis=-1)
+        return (best[..., ::-1] if maximize else best), None
+    if values.dtype == np.float32:
+        packed = np.empty(values.shape + (2,), dtype=np.uint32)
+        key = packed[..., _KEY]
+        if nonneg and maximize:
+            np.bitwise_xor(values.view(np.uint32), _LOW, out=key)
+        elif nonneg:
+            key[...] = values.view(np.uint32)
+        else:
+            key[...] = _sortable_bits(np.ascontiguousarray(values), maximize)
+        packed[..., _PAYLOAD] = np.broadcast_to(np.asarray(aux, dtype=np.float32),
+                                                values.shape).view(np.uint32)  # fmt: skip
+        packed.view(np.uint64)[..., 0].sort(axis=-1)
+        if nonneg and maximize:
+            best = np.bitwise_xor(key, _LOW).view(np.float32)
+        elif nonneg:
+            best = np.ascontiguousarray(key).view(np.float32)
+        else:
+            best = _values_from_bits(key.copy(), maximize)
+        # contiguous copies: prefix sums over strided views are several times slower
+        return best, np.ascontiguousarray(packed[..., _PAYLOAD]).view(np.float32)
+    order = np.argsort(-values if maximize else values, axis=-1, kind="stable")
+    best = np.take_along_axis(values, order, axis=-1)
+    return best, np.take_along_axis(np.broadcast_to(aux, values.shape), order, axis=-1)
+
+
+class RankedChildren:
+    """A batch of children values ``(E, ..., n)`` sorted best-first for one player.
+
+    Axis 0 enumerates *entries* (games that differ in the play below this level); one call to
+    :meth:`reduce_many` evaluates any list of ``(entry, policy)`` pairs, vectorised.
+    """
+
+    def __init__(self, values: np.ndarray, aux: np.ndarray | None, maximize: bool,
+                 nonneg: bool = False):  # fmt: skip
+        self.maximize = maximize
+        self.nonneg = nonneg
+        self.values, self.raw_aux = values, aux
+        self.has_aux = aux is not None
+        self.n = values.shape[-1]
+        self._sorted = None
+        self._value_sums = None
+        self._aux_sums = None
+
+    @property
+    def best(self) -> np.ndarray:
+        """Children values sorted best-first (sorted on first use: exact and uniform play
+        need no sort)."""
+        if self._sorted is None:
+            self._sorted = sort_with_aux(self.values, self.raw_aux, self.maximize, self.nonneg)
+            self.values = self.raw_aux = None
+        return self._sorted[0]
+
+    @property
+    def aux(self) -> np.ndarray | None:
+        """The leaf quantity aligned with :attr:`best` (None without one)."""
+        return self._sorted[1] if self.best is not None else None
+
+    def _cumsum(self, x: np.ndarray) -> np.ndarray:
+        dtype = np.float64 if (self.n > LONG_ROW or x.dtype == np.float64) else x.dtype
+        return np.cumsum(x, axis=-1, dtype=dtype)
+
+    @property
+    def value_sums(self) -> np.ndarray:
+        if self._value_sums is None:
+            self._value_sums = self._cumsum(self.best)
+        return self._value_sums
+
+    @property
+    def aux_sums(self) -> np.ndarray:
+        if self._aux_sums is None:
+            self._aux_sums = self._cumsum(self.aux)
+        return self._aux_sums
+
+    def reduce(self, reducer: Reducer, out_dtype) -> tuple[np.ndarray, np.ndarray | None]:
+        """Values (and expected aux) of entry 0 under one policy."""
+        v, a = self.reduce_many(np.array([0]), [reducer], out_dtype)
+        return v[0], None if a is None else a[0]
+
+    def reduce_many(self, entries: np.ndarray, reducers: list[Reducer], out_dtype):
+        """Node values ``(len(entries), ...)`` (and expected aux) of each ``(entry, policy)``."""
+        entries = np.asarray(entries, dtype=np.int64)
+        shape = (len(entries),) + self._node_shape()
+        values = np.empty(shape, dtype=out_dtype)
+        auxes = np.empty(shape, dtype=out_dtype) if self.has_aux else None
+        ks = np.array([-1 if r.k is None else r.k for r in reducers])
+        if np.any((ks != -1) & ((ks < 1) | (ks > self.n))):
+            raise ValueError(f"top-k needs 1 <= k <= {self.n}, got {ks.tolist()}")
+        if self._sorted is None and np.all((ks == 1) | (ks == self.n)):
+            for i, (e, k) in enumerate(zip(entries, ks, strict=True)):
+                v, a = self._unsorted(int(e), int(k))
+                values[i] = v
+                if auxes is not None:
+                    auxes[i] = a
+            return values, auxes
+        top = np.flatnonzero(ks != -1)
+        if top.size:
+            v, a = self._top_k(entries[top], ks[top])
+            values[top] = v
+            if auxes is not None:
+                auxes[top] = a
+        for i in np.flatnonzero(ks == -1):
+            v, a = self._weighted(int(entries[i]), reducers[i].policy)
+            values[i] = v
+            if auxes is not None:
+                auxes[i] = a
+        return values, auxes
+
+    def _node_shape(self) -> tuple[int, ...]:
+        src = self.values if self._sorted is None else self._sorted[0]
+        return src.shape[1:-1]
+
+    def _unsorted(self, e: int, k: int):
+        """Exact (k = 1) and uniform (k = n) play straight from the unsorted children."""
+        v = self.values[e]
+        aux = None if self.raw_aux is None else self.raw_aux[min(e, len(self.raw_aux) - 1)]
+        if k == 1:
+            value = v.max(axis=-1) if self.maximize else v.min(axis=-1)
+            if aux is None:
+                return value, None
+            tie = v == value[..., None]  # the best block shares the mass equally
+            shared = (np.broadcast_to(aux, v.shape) * tie).sum(axis=-1, dtype=np.float64)
+            return value, shared / tie.sum(axis=-1)
+        value = v.mean(axis=-1, dtype=np.float64)
+        if aux is None:
+            return value, None
+        return value, np.broadcast_to(aux.mean(axis=-1, dtype=np.float64), value.shape)
+
+    def _weighted(self, e: int, policy: RankPolicy):
+        w = policy.rank_weights(self.n)
+        value = self.best[e].astype(np.float64) @ w
+        if not self.has_aux:
+            return value, None
+        return value, (tie_shared(self.best[e], w) * self.aux[e]).sum(axis=-1)
+
+    def _top_k(self, entries: np.ndarray, ks: np.ndarray):
+        """Top-k averages for entry/k pairs; tie blocks straddling the cut share their mass."""
+        shape = (len(entries),) + self.best.shape[1:-1]
+        value = np.empty(shape, dtype=np.float64)
+        aux = np.empty(shape, dtype=np.float64) if self.has_aux else None
+        all_rows = np.array_equal(entries, np.arange(len(self.best)))
+        for k in np.unique(ks):
+            pick = np.flatnonzero(ks == k)
+            if len(pick) == pick[-1] - pick[0] + 1:
+                pick = slice(pick[0], pick[-1] + 1)  # a view: results are written in place
+            rows = entries[pick]
+            whole = all_rows and len(rows) == len(self.best)
+            take = (lambda x: x) if whole else (lambda x: x[rows])  # noqa: B023
+            np.divide(take(self.value_sums[..., k - 1]), k, out=value[pick])
+            if aux is None:
+                continue
+            sums = take(self.aux_sums[..., k - 1]).astype(np.float64)
+            if k < self.n:
+                straddle = np.nonzero(take(self.best[..., k - 1]) == take(self.best[..., k]))
+                if straddle[0].size:
+                    where = (rows[straddle[0]],) + straddle[1:]
+                    sums[straddle] = self._shared_block_sum(where, int(k))
+            np.divide(sums, k, out=aux[pick])
+        return value, aux
+
+    def _shared_block_sum(self, where: tuple, k: int) -> np.ndarray:
+        """Top-k aux sums of rows whose tie block at rank k straddles the cut."""
+        kk = np.full(len(where[0]), k)
+        a, b = self._tie_block(where, kk)
+        sums = self.aux_sums
+        before = np.where(a > 0, sums[where + (np.maximum(a - 1, 0),)], 0.0)
+        block = sums[where + (b - 1,)] - before
+        return before + (k - a) * block / (b - a)
+
+    def _tie_block(self, rows: tuple, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Sorted positions ``a..b-1`` of the tie block holding rank ``k`` in each row
+        (vectorised binary searches; rows are sorted, so "equal to the cut" is one run)."""
+        best = self.best
+        cut = best[rows + (k - 1,)]
+        lo, hi = np.zeros_like(k), k - 1  # first position equal to the cut in [0, k-1]
+        while np.any(lo < hi):
+            mid = (lo + hi) // 2
+            eq = best[rows + (mid,)] == cut
+            hi = np.where(eq, mid, hi)
+            lo = np.where(eq, lo, np.minimum(mid + 1, hi))
+        a = lo
+        lo, hi = k.copy(), np.full_like(k, self.n)  # first position after the block in [k, n]
+        while np.any(lo < hi):
+            mid = (lo + hi) // 2
+            ne = best[rows + (np.minimum(mid, self.n - 1),)] != cut
+            hi = np.where(ne, mid, hi)
+            lo = np.where(ne, lo, np.minimum(mid + 1, hi))
+        return a, lo

@@ -1,0 +1,125 @@
+"""Figures of the frozen-judge sweep: capability curves, (k_A, k_B) heat maps, example plays.
+
+Capability curves put the quantile probability k / n (n = A's options at its first move) on a
+log x-axis that *decreases* to the right, as the source post draws them: zero capability (uniform
+play, the ensemble) on the left, the exact maximiser / minimax on the right. Heat maps put the
+strongest A (k_A = 1) on the top row and the strongest B (k_B = 1) in the rightmost column, so
+the top-right corner is full minimax and the bottom-left is both agents playing at random.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from ..atomic import write_atomic  # noqa: E402
+
+LABELS = {"selection": "selection accuracy", "judge": "judge accuracy", "win": "win rate"}
+COLORS = {"consultancy": "tab:orange", "debate2": "tab:blue", "debate4": "tab:purple"}
+NAMES = {"consultancy": "consultancy", "debate2": "debate 2-turn (diagonal)",
+         "debate4": "debate 4-turn (diagonal)"}  # fmt: skip
+
+
+def save_figure(fig, path: Path) -> Path:
+    """Write a figure atomically and close it."""
+    write_atomic(path, lambda tmp: fig.savefig(tmp, format=Path(path).suffix[1:], dpi=130,
+                                               bbox_inches="tight"))  # fmt: skip
+    plt.close(fig)
+    return Path(path)
+
+
+def capability_curves(curves: dict[str, tuple[np.ndarray, np.ndarray, int]], metric: str,
+                      path: Path, references: dict[str, float] | None = None,
+                      title: str = "") -> Path:  # fmt: skip
+    """One line per protocol: ``curves[name] = (ks, values, n_options)``; y in percent.
+
+    ``references`` draws horizontal lines (e.g. ``{"gold": 0.99, "ensemble": 0.935}``).
+    """
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for name, (ks, values, n) in curves.items():
+        q = np.asarray(ks, dtype=float) / n
+        ax.plot(q, 100 * np.asarray(values), marker="o", ms=2.5, lw=1.5,
+                color=COLORS.get(name), label=NAMES.get(name, name))  # fmt: skip
+    styles = {"gold": ("tab:green", "--"), "ensemble": ("grey", ":")}
+    for name, value in (references or {}).items():
+        color, ls = styles.get(name, ("black", "-."))
+        ax.axhline(100 * value, color=color, ls=ls, lw=1, label=name)
+    ax.set_xscale("log")
+    q_min = min(float(np.min(ks)) / n for ks, _, n in curves.values())
+    ax.set_xlim(1.4, q_min / 1.4)  # decreasing: zero capability (q = 1) on the left
+    ax.set_xlabel("quantile probability k / n  (left: uniform play, right: exact)")
+    ax.set_ylabel(f"{LABELS.get(metric, metric)} (%)")
+    ax.set_title(title or LABELS.get(metric, metric))
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+    return save_figure(fig, path)
+
+
+def heat_map(grid: np.ndarray, ks_a: np.ndarray, ks_b: np.ndarray, path: Path, title: str,
+             label: str = "%") -> Path:  # fmt: skip
+    """A ``(len(ks_a), len(ks_b))`` grid in percent; strongest A on top, strongest B right."""
+    values = 100 * np.asarray(grid)[:, ::-1]  # row 0 (top) is k_A = 1; last column is k_B = 1
+    fig, ax = plt.subplots(figsize=(6.4, 5.2))
+    image = ax.imshow(values, origin="upper", cmap="viridis", aspect="auto")
+    ax.set_xticks(range(len(ks_b)))
+    ax.set_xticklabels([str(k) for k in np.asarray(ks_b)[::-1]], rotation=90, fontsize=6)
+    ax.set_yticks(range(len(ks_a)))
+    ax.set_yticklabels([str(k) for k in ks_a], fontsize=6)
+    ax.set_xlabel("k_B (B's top-k; strongest on the right)")
+    ax.set_ylabel("k_A (A's top-k; strongest on top)")
+    ax.set_title(title)
+    fig.colorbar(image, ax=ax, label=label)
+    return save_figure(fig, path)
+
+
+def example_plays(images: np.ndarray, plays: list[dict], grid: int, path: Path,
+                  title: str = "") -> Path:  # fmt: skip
+    """A grid of images with A's cells red and B's blue, turn numbers on the cells.
+
+    ``plays[i]`` has ``line`` (cells per turn, A first), ``label``, ``claim`` and ``top`` (a list
+    of ``(class, probability)`` of the judge on the revealed mask). Correct claims go on the top
+    row, wrong ones on the bottom row.
+    """
+    rows = [[p for p in plays if p["claim"] == p["label"]],
+            [p for p in plays if p["claim"] != p["label"]]]  # fmt: skip
+    rows = [r for r in rows if r]
+    n_cols = max(len(r) for r in rows)
+    fig, axes = plt.subplots(len(rows), n_cols, figsize=(1.9 * n_cols, 2.5 * len(rows)),
+                             squeeze=False)  # fmt: skip
+    for ax in axes.ravel():
+        ax.axis("off")
+    for r, row in enumerate(rows):
+        for c, play in enumerate(row):
+            _draw_play(axes[r, c], images[play["index"]], play, grid)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    return save_figure(fig, path)
+
+
+def _draw_play(ax, image: np.ndarray, play: dict, grid: int) -> None:
+    img = np.asarray(image, dtype=float)
+    if img.ndim == 3:  # (C, H, W): grey or colour, rescaled to [0, 1] for display
+        img = img[0] if img.shape[0] == 1 else np.transpose(img, (1, 2, 0))
+    img = (img - img.min()) / max(float(img.max() - img.min()), 1e-12)
+    size = img.shape[0]
+    cell = size / grid
+    ax.imshow(img, cmap="gray", extent=(0, size, size, 0))
+    for turn, cells in enumerate(play["line"]):
+        color = "red" if turn % 2 == 0 else "blue"
+        for cell_index in cells:
+            r, c = divmod(int(cell_index), grid)
+            ax.add_patch(plt.Rectangle((c * cell, r * cell), cell, cell, fill=True,
+                                       alpha=0.35, color=color))  # fmt: skip
+            ax.add_patch(plt.Rectangle((c * cell, r * cell), cell, cell, fill=False,
+                                       lw=1.2, color=color))  # fmt: skip
+            ax.text((c + 0.5) * cell, (r + 0.5) * cell, str(turn + 1), color="white",
+                    ha="center", va="center", fontsize=7, weight="bold")  # fmt: skip
+    ax.set_title(f"true {play['label']} · claim {play['claim']}", fontsize=8)
+    top = ", ".join(f"{k}: {p:.2f}" for k, p in play["top"])
+    ax.text(0.5, -0.06, top, transform=ax.transAxes, ha="center", va="top", fontsize=7)
+    ax.axis("off")
