@@ -27,8 +27,17 @@ def test_unknown_variant_is_one_clear_error():
 
 def test_bad_image_range_is_one_clear_error(tmp_path, data_root, cache):
     result = CliRunner().invoke(
-        main, ["dump", "--images", "5:2", "--out", str(tmp_path / "r"), "--quiet",
-               "--data-dir", str(data_root)],  # fmt: skip
+        main,
+        [
+            "dump",
+            "--images",
+            "5:2",
+            "--out",
+            str(tmp_path / "r"),
+            "--quiet",
+            "--data-dir",
+            str(data_root),
+        ],  # fmt: skip
     )
     assert result.exit_code == 1
     assert "Error: image range '5:2'" in result.output and "Traceback" not in result.output
@@ -51,7 +60,11 @@ def test_run_reproduces_the_published_mnist_setup(tmp_path, data_root):
     full-set value is the expectation over all masks); perfect within 1.5 points of gold on
     1,000 images (0.5 on the full set); ensemble >= 90 % (published 93.53)."""
     out = tmp_path / "run"
-    env = {**os.environ, "DEBATELAB_CACHE": str(tmp_path / "cache"), "DEBATELAB_DATA": str(data_root)}
+    env = {
+        **os.environ,
+        "DEBATELAB_CACHE": str(tmp_path / "cache"),
+        "DEBATELAB_DATA": str(data_root),
+    }
     proc = subprocess.run(
         [sys.executable, "-m", "debatelab", "run", "--images", "0:1000", "--out", str(out), "--quiet"],
         env=env, capture_output=True, text=True, timeout=1800,

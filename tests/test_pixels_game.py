@@ -138,7 +138,9 @@ def test_nine_liars_and_image_aggregation():
     wins = torch.ones(18)
     wins[12] = 0.0  # one liar beats image 1
     assert image_honest_wins(wins, image_of, 2).tolist() == [True, False]
-    no_pc, idx = liar_games(imgs, np.array([4, 9]), PixelRules(pixels=2, first="honest", precommit=False))
+    no_pc, idx = liar_games(
+        imgs, np.array([4, 9]), PixelRules(pixels=2, first="honest", precommit=False)
+    )
     assert len(no_pc) == 2 and (no_pc.liar == -1).all() and idx.tolist() == [0, 1]
 
 

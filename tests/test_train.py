@@ -16,7 +16,10 @@ def tiny(kind="sparse", **kw):
 
 
 def _same_weights(a, b):
-    return all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values(), strict=True))
+    return all(
+        torch.equal(x, y)
+        for x, y in zip(a.state_dict().values(), b.state_dict().values(), strict=True)
+    )
 
 
 def test_judge_cnn_shapes_and_input_check():
