@@ -19,9 +19,8 @@ import numpy as np
 import torch
 
 from ..data import load_raw
-from ..paths import cache_dir
 from .cnn import JudgeCNN
-from .train import _load, _save, fit_classifier
+from .train import _load, cached_judge, fit_classifier
 
 PIXEL_FORMAT = "debatelab-pixel-judge/1"
 SIDE = 28
@@ -164,24 +163,12 @@ def get_pixel_judge(
     retrain: bool = False,
 ) -> TrainedPixelJudge:
     """Load the pixel judge for ``config`` from the cache, or train it on MNIST and cache it."""
-    folder = cache_dir(cache) / "judges"
-    path = folder / f"{config.key()}.pt"
-    if path.exists() and not retrain:
-        return load_pixel_checkpoint(path)
-    partial = folder / f"{config.key()}.partial.pt"
-    if retrain and partial.exists():
-        partial.unlink()
-    folder.mkdir(parents=True, exist_ok=True)
-    images, labels = load_raw("mnist", "train", data_dir)
-    judge = train_pixel_judge(config, images, labels, resume_path=partial, progress=progress)
-    _save(path, {
-        "format": PIXEL_FORMAT, "model_config": judge.model.config(),
-        "train_config": asdict(config), "state_dict": judge.model.state_dict(),
-        "history": judge.history,
-    })  # fmt: skip
-    partial.unlink(missing_ok=True)
-    judge.path = path
-    return judge
+
+    def train(partial):
+        images, labels = load_raw("mnist", "train", data_dir)
+        return train_pixel_judge(config, images, labels, resume_path=partial, progress=progress)
+
+    return cached_judge(config.key(), PIXEL_FORMAT, cache, retrain, load_pixel_checkpoint, train)
 
 
 class PixelJudge:

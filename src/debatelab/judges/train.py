@@ -216,6 +216,28 @@ def fit_classifier(
     return model, history
 
 
+def cached_judge(key: str, fmt: str, cache, retrain: bool, load, train):
+    """The cache-or-train step every judge family shares: ``load(path)`` a finished checkpoint,
+    else ``train(partial_path)`` (resumable per epoch) and store the result atomically."""
+    folder = cache_dir(cache) / "judges"
+    path = folder / f"{key}.pt"
+    if path.exists() and not retrain:
+        return load(path)
+    partial = folder / f"{key}.partial.pt"
+    if retrain and partial.exists():
+        partial.unlink()
+    folder.mkdir(parents=True, exist_ok=True)
+    judge = train(partial)
+    _save(path, {
+        "format": fmt, "model_config": judge.model.config(),
+        "train_config": asdict(judge.config), "state_dict": judge.model.state_dict(),
+        "history": judge.history,
+    })  # fmt: skip
+    partial.unlink(missing_ok=True)
+    judge.path = path
+    return judge
+
+
 def get_judge(
     config: TrainConfig,
     data: ImageData,
@@ -224,20 +246,7 @@ def get_judge(
     retrain: bool = False,
 ) -> TrainedJudge:
     """Load the judge for ``config`` from the cache, or train it and cache it."""
-    folder = cache_dir(cache) / "judges"
-    path = folder / f"{config.key()}.pt"
-    if path.exists() and not retrain:
-        return load_checkpoint(path)
-    partial = folder / f"{config.key()}.partial.pt"
-    if retrain and partial.exists():
-        partial.unlink()
-    folder.mkdir(parents=True, exist_ok=True)
-    judge = train_judge(config, data, resume_path=partial, progress=progress)
-    _save(path, {
-        "format": CHECKPOINT_FORMAT, "model_config": judge.model.config(),
-        "train_config": asdict(config), "state_dict": judge.model.state_dict(),
-        "history": judge.history,
-    })  # fmt: skip
-    partial.unlink(missing_ok=True)
-    judge.path = path
-    return judge
+    return cached_judge(
+        config.key(), CHECKPOINT_FORMAT, cache, retrain, load_checkpoint,
+        lambda partial: train_judge(config, data, resume_path=partial, progress=progress),
+    )  # fmt: skip
