@@ -36,3 +36,49 @@ def cache(tmp_path, monkeypatch) -> Path:
     path = tmp_path / "cache"
     monkeypatch.setenv("DEBATELAB_CACHE", str(path))
     return path
+
+
+@pytest.fixture(scope="session")
+def demo_models(data_root, mnist, tmp_path_factory):
+    """Real MNIST judges trained briefly (one epoch on 20,000 images each; the pixel judge for
+    K = 4 only), served by the demo tests: good enough to read a drawn 1, quick to train."""
+    from debatelab.data import load_raw
+    from debatelab.judges import TrainConfig, get_judge
+    from debatelab.judges.pixel import PixelTrainConfig, get_pixel_judge
+    from debatelab.web.models import DemoModels
+
+    cache = tmp_path_factory.mktemp("demo-cache")
+    quick = {"epochs": 1, "train_limit": 20_000}
+    gold = get_judge(TrainConfig(kind="gold", **quick), mnist, cache, progress=False).model
+    sparse = get_judge(TrainConfig(kind="sparse", **quick), mnist, cache, progress=False).model
+    pixel4 = get_pixel_judge(PixelTrainConfig(pixels=4, **quick), data_root, cache,
+                             progress=False).model  # fmt: skip
+    images, labels = load_raw("mnist", "test", data_root)
+    missing = {f"pixel{k}": f"debatelab train --kind pixel --pixels {k}" for k in (2, 3, 5, 6)}
+    return DemoModels(gold, sparse, mnist.channel_mean, mnist.channel_std, images, labels,
+                      {4: pixel4}, missing)  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def demo_server(demo_models):
+    """The demo app under a real uvicorn server on a free local port; yields its base URL."""
+    import threading
+    import time
+
+    import uvicorn
+
+    from debatelab.web.app import serve_app
+
+    config = uvicorn.Config(serve_app(demo_models), host="127.0.0.1", port=0, log_level="warning")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.time() + 30
+    while not server.started:
+        if time.time() > deadline or not thread.is_alive():
+            raise RuntimeError("the demo server did not start")
+        time.sleep(0.05)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=10)

@@ -49,23 +49,35 @@ def main():
 
 @main.command()
 @_dataset_option()
-@click.option("--kind", type=click.Choice(["gold", "sparse", "both"]), default="both",
-              show_default=True, help="Which judge to train.")  # fmt: skip
+@click.option("--kind", type=click.Choice(["gold", "sparse", "both", "pixel"]), default="both",
+              show_default=True,
+              help="Which judge to train: the cell-grid judges (gold, sparse, both) or the "
+                   "MNIST pixel judge of the 2018 debate (pixel, with --pixels).")  # fmt: skip
+@click.option(
+    "--pixels",
+    type=click.IntRange(1, 784),
+    default=6,
+    show_default=True,
+    help="Nonzero pixels the pixel judge sees (--kind pixel only).",
+)
 @click.option("--epochs", type=int, default=10, show_default=True)
 @click.option("--retrain", is_flag=True, help="Ignore the cache and train again.")
 @_common
 @_friendly_errors
-def train(variant, kind, epochs, retrain, data_dir, cache_dir, out, seed, quiet):
-    """Train the gold classifier and/or the sparse judge of a dataset variant.
+def train(variant, kind, pixels, epochs, retrain, data_dir, cache_dir, out, seed, quiet):
+    """Train the gold classifier and/or the sparse judge of a dataset variant, or a pixel judge.
 
     Trained judges are cached (keyed by variant, settings and seed); a second call loads them.
-    Accuracy: gold on full test images, sparse on random masks (Monte Carlo, 10 per image).
+    Accuracy: gold on full test images, sparse on random masks (Monte Carlo, 10 per image), the
+    pixel judge on random nonzero pixels (5 draws per image).
     """
     from .data import load_variant
     from .experiments.setup import JudgeSetupConfig, monte_carlo_accuracy
     from .judges import get_judge
     from .report.runs import RunFolder, default_run_dir
 
+    if kind == "pixel":
+        return _train_pixel(pixels, epochs, retrain, data_dir, cache_dir, out, seed, quiet)
     cfg = JudgeSetupConfig(variant=variant, seed=seed, epochs=epochs)
     run = RunFolder(out or default_run_dir("train"), "train", cfg, seeds={"train": seed})
     data = load_variant(variant, data_dir)
@@ -77,6 +89,26 @@ def train(variant, kind, epochs, retrain, data_dir, cache_dir, out, seed, quiet)
         click.echo(f"{k} judge: {100 * metrics[f'{k}_accuracy']:.2f} % test accuracy, "
                    f"{'cached' if judge.cached else 'trained'}: {judge.path}")  # fmt: skip
     run.finish(metrics, checkpoints={k: str(judge.path)})
+    click.echo(str(run.path))
+
+
+def _train_pixel(pixels, epochs, retrain, data_dir, cache_dir, out, seed, quiet):
+    """``train --kind pixel``: the MNIST pixel judge of the 2018 debate."""
+    import torch
+
+    from .data import load_raw
+    from .judges.pixel import PixelJudge, PixelTrainConfig, get_pixel_judge, random_pixel_accuracy
+    from .report.runs import RunFolder, default_run_dir
+
+    cfg = PixelTrainConfig(pixels=pixels, seed=seed, epochs=epochs)
+    run = RunFolder(out or default_run_dir("train"), "train", cfg, seeds={"train": seed})
+    trained = get_pixel_judge(cfg, data_dir, cache_dir, not quiet, retrain)
+    images, labels = load_raw("mnist", "test", data_dir)
+    gen = torch.Generator().manual_seed(seed)  # as `debatelab pixels` measures it
+    acc = random_pixel_accuracy(PixelJudge(trained.model), images, labels, pixels, gen, draws=5)
+    click.echo(f"pixel judge K={pixels}: {100 * acc:.2f} % on random nonzero pixels, "
+               f"{'cached' if trained.cached else 'trained'}: {trained.path}")  # fmt: skip
+    run.finish({"judge_accuracy": acc}, checkpoints={"pixel": str(trained.path)})
     click.echo(str(run.path))
 
 
@@ -161,11 +193,14 @@ def _register_commands():
     """Commands that live in their own modules."""
     from .cli_bon import bon
     from .cli_pixels import pixels
+    from .cli_serve import export_onnx, serve
     from .cli_sweep import sweep
 
     main.add_command(bon)
     main.add_command(pixels)
     main.add_command(sweep)
+    main.add_command(serve)
+    main.add_command(export_onnx)
 
 
 _register_commands()

@@ -59,11 +59,23 @@ def resize(images: np.ndarray, size: int) -> torch.Tensor:
 
 def standardise(train: torch.Tensor, *others: torch.Tensor):
     """Per-channel standardisation with the mean and std of ``train``."""
-    mean = train.double().mean(dim=(0, 2, 3), keepdim=True)
-    std = train.double().std(dim=(0, 2, 3), keepdim=True)
+    mean, std = channel_stats(train)
+    return [apply_standardise(t, mean, std) for t in (train, *others)], mean, std
+
+
+def channel_stats(train: torch.Tensor) -> tuple[list[float], list[float]]:
+    """Per-channel mean and std (1 where the std is 0) of ``(N, C, S, S)`` training images."""
+    mean = train.double().mean(dim=(0, 2, 3))
+    std = train.double().std(dim=(0, 2, 3))
     std = torch.where(std > 0, std, torch.ones_like(std))
-    out = [((t.double() - mean) / std).float() for t in (train, *others)]
-    return out, mean.flatten().tolist(), std.flatten().tolist()
+    return mean.tolist(), std.tolist()
+
+
+def apply_standardise(x: torch.Tensor, mean: list[float], std: list[float]) -> torch.Tensor:
+    """``(x - mean) / std`` per channel of ``(N, C, S, S)``, with statistics from training data."""
+    m = torch.tensor(mean, dtype=torch.float64).view(1, -1, 1, 1)
+    s = torch.tensor(std, dtype=torch.float64).view(1, -1, 1, 1)
+    return ((x.double() - m) / s).float()
 
 
 def zca_matrix(cov: np.ndarray) -> np.ndarray:

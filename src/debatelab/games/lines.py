@@ -1,4 +1,9 @@
-"""The principal line of play of one image: which cells each player reveals, turn by turn."""
+"""Lines of play of one image: every node's value, the players' move weights, the principal line.
+
+The solver (:mod:`.solver`) returns root values for many images; the demo and the example-plays
+figure need the values at *every* node of one image's game, so that a player of any capability
+can move from any position. One backward pass over the subset tree gives them.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +11,64 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..policies import as_policy, child_weights
 from .grid import all_masks
 from .ranked import RankedChildren, resolve
 from .solver import RULES, leaf_columns, normalise_capability
-from .tables import check_game, game_tables
+from .tables import GameTables, check_game, game_tables
+
+
+def node_values(
+    probs: np.ndarray, n_cells: int, moves: Sequence[int], k=1, rule: str = "asym"
+) -> list[np.ndarray]:
+    """A's value at every node of one image's game, per claim column.
+
+    ``probs`` is one image's ``(C(n_cells, sum(moves)), n_classes)``. Returns one array per
+    level, root first and leaves last, each ``(n_columns, n_nodes)``; columns as in
+    :func:`debatelab.games.solver.leaf_columns` (a claim; under ``sym`` a claim pair).
+    """
+    if rule not in RULES:
+        raise ValueError(f"unknown rule {rule!r}; use one of {RULES}")
+    moves = check_game(n_cells, moves)
+    tables = game_tables(n_cells, moves)
+    leaf = leaf_columns(np.asarray(probs, dtype=np.float64)[None], rule)[0]
+    values = [leaf]  # levels, leaves first while building
+    capability = normalise_capability(k)
+    for t in reversed(range(tables.n_turns)):
+        children = values[0][:, tables.children[t]]  # (n_columns, n_nodes_t, n_options)
+        ranked = RankedChildren(children[None], None, maximize=(t % 2 == 0))
+        reducer = resolve(capability[t % 2], tables.n_options[t])
+        values.insert(0, ranked.reduce(reducer, np.float64)[0])
+    return values
+
+
+def root_claims(root: np.ndarray, rule: str, n_classes: int) -> tuple[int, int | None]:
+    """A's exact claim (and B's class under ``sym``) from root values ``(n_columns,)``; the
+    first class wins exact ties, as in the solver."""
+    if rule == "sym":
+        v = root.reshape(n_classes, n_classes)
+        b_star = v.argmin(axis=1)
+        claim = int(v[np.arange(n_classes), b_star].argmax())
+        return claim, int(b_star[claim])
+    return int(root.argmax()), None
+
+
+def claim_column(claim: int, b_class: int | None, rule: str, n_classes: int) -> int:
+    """The column of :func:`node_values` that scores claim ``claim`` (and ``b_class``)."""
+    if rule == "sym":
+        if b_class is None:
+            raise ValueError("the sym rule needs B's class (b_class)")
+        return claim * n_classes + b_class
+    return claim
+
+
+def move_weights(
+    values: list[np.ndarray], tables: GameTables, turn: int, node: int, column: int, policy
+) -> np.ndarray:
+    """The mover's weights over the options of ``node`` at level ``turn`` (A maximises, B
+    minimises), as its rank policy puts them; options in the order of ``tables.children``."""
+    kids = tables.children[turn][node]
+    return child_weights(values[turn + 1][column, kids], as_policy(policy), maximize=turn % 2 == 0)
 
 
 def principal_line(
@@ -27,28 +86,14 @@ def principal_line(
     this is the minimax line; among tied best moves the first in combinations order is taken.
     ``b_class`` is B's class under ``sym`` (required there).
     """
-    if rule not in RULES:
-        raise ValueError(f"unknown rule {rule!r}; use one of {RULES}")
     moves = check_game(n_cells, moves)
     tables = game_tables(n_cells, moves)
-    leaf = leaf_columns(np.asarray(probs, dtype=np.float64)[None], rule)
-    if rule == "sym":
-        if b_class is None:
-            raise ValueError("the sym rule needs B's class (b_class)")
-        column = claim * probs.shape[1] + b_class
-    else:
-        column = claim
-    values = [leaf[0, column]]  # values per level, leaves first
-    capability = normalise_capability(k)
-    for t in reversed(range(tables.n_turns)):
-        children = values[0][tables.children[t]]
-        ranked = RankedChildren(children[None], None, maximize=(t % 2 == 0))
-        reducer = resolve(capability[t % 2], tables.n_options[t])
-        values.insert(0, ranked.reduce(reducer, np.float64)[0])
+    values = node_values(probs, n_cells, moves, k, rule)
+    column = claim_column(claim, b_class, rule, probs.shape[1])
     line, node, revealed = [], 0, set()
     for t in range(tables.n_turns):
         kids = tables.children[t][node]
-        kid_values = values[t + 1][kids]
+        kid_values = values[t + 1][column, kids]
         pick = int(np.argmax(kid_values) if t % 2 == 0 else np.argmin(kid_values))
         node = int(kids[pick])
         cells = set(all_masks(n_cells, sum(moves[: t + 1]))[node].tolist())

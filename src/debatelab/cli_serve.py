@@ -1,0 +1,137 @@
+"""``debatelab serve`` (the browser demo) and ``debatelab export-onnx``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from .cli_common import friendly_errors
+
+
+@click.command()
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Interface to listen on (the default keeps the demo on this machine).",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8000,
+    show_default=True,
+    help="TCP port (0 picks a free one).",
+)
+@click.option(
+    "--seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Which cached judges to serve (their training seed).",
+)
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Dataset root (default: $DEBATELAB_DATA, else ~/.cache/debatelab/data).",
+)
+@click.option(
+    "--cache-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Cache of trained judges (default: $DEBATELAB_CACHE, else ~/.cache/debatelab).",
+)
+@friendly_errors
+def serve(host, port, seed, data_dir, cache_dir):
+    """Start the interactive demo: draw a digit, then watch, play or judge a debate about it.
+
+    Serves a page with three tabs (Classify, Debate, About) at http://HOST:PORT/. It uses the
+    judges already in the cache and trains nothing: `debatelab run` (or `debatelab train`) makes
+    the MNIST gold classifier and sparse judge, `debatelab train --kind pixel --pixels K` the
+    pixel judge of the K-pixel game. The page names the command for any that is missing.
+    """  # fmt: skip
+    import uvicorn
+
+    from .web.app import serve_app
+    from .web.models import load_demo_models
+
+    models = load_demo_models(cache_dir, data_dir, seed)
+    have = ["gold"] * (models.gold is not None) + ["sparse"] * (models.sparse is not None)
+    have += [f"pixel K={k}" for k in sorted(models.pixel)]
+    click.echo(f"judges loaded: {', '.join(have) or 'none'}")
+    for name, command in models.missing.items():
+        if not name.startswith("pixel") or name in ("pixel4", "pixel6"):
+            click.echo(f"missing {name}: make it with `{command}`")
+    click.echo(f"debatelab demo on http://{host}:{port}/ (Ctrl+C stops it)")
+    uvicorn.run(serve_app(models), host=host, port=port, log_level="warning")
+
+
+@click.command("export-onnx")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("onnx"),
+    show_default=True,
+    help="Folder for the .onnx files and their .json descriptions.",
+)
+@click.option(
+    "--seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Which cached judges to export (their training seed).",
+)
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Dataset root (for the standardisation statistics written beside the files).",
+)
+@click.option(
+    "--cache-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Cache of trained judges (default: $DEBATELAB_CACHE, else ~/.cache/debatelab).",
+)
+@friendly_errors
+def export_onnx(out, seed, data_dir, cache_dir):
+    """Write the cached MNIST judges as ONNX files (gold, sparse and each pixel judge).
+
+    Each FILE.onnx takes `x` (float32, batch first) and returns `logits`; FILE.onnx.json says how
+    to build `x`. With onnxruntime installed every file is checked against PyTorch.
+    """
+    from .judges.export import export_onnx as export
+    from .web.models import load_demo_models
+
+    models = load_demo_models(cache_dir, data_dir, seed)
+    cells = {"preprocess": "28x28 uint8 -> /255 -> antialiased bilinear resize to 18x18 -> "
+                           "(x - mean) / std", "mean": models.mean, "std": models.std,
+             "grid": models.grid, "classes": list(range(10))}  # fmt: skip
+    jobs = []
+    if models.gold is not None:
+        jobs.append(("mnist-gold", models.gold, {**cells, "judge": "gold classifier, full image"}))
+    if models.sparse is not None:
+        jobs.append(
+            (
+                "mnist-sparse",
+                models.sparse,
+                {
+                    **cells,
+                    "judge": f"sparse judge: hidden cells are 0 after standardisation; "
+                    f"trained on {models.reveal} random cells of the {models.grid}x{models.grid} grid",
+                },
+            )
+        )
+    for k, model in sorted(models.pixel.items()):
+        jobs.append((f"mnist-pixel{k}", model, {
+            "judge": f"pixel judge of the 2018 debate, trained on {k} random nonzero pixels",
+            "preprocess": "channel 0: mask of revealed pixels (1/0); channel 1: pixel/255 where "
+                          "revealed, else 0; 28x28", "classes": list(range(10))}))  # fmt: skip
+    if not jobs:
+        raise click.ClickException(
+            "no judges in the cache; make them with `debatelab run` (gold and sparse) or "
+            "`debatelab train --kind pixel --pixels 6`"
+        )
+    for name, model, meta in jobs:
+        path = out / f"{name}-s{seed}.onnx"
+        result = export(model, path, {**meta, "seed": seed})
+        diff = result["max_abs_diff"]
+        check = "not checked (no onnxruntime)" if diff is None else f"max |diff| {diff:.2e}"
+        click.echo(f"{path}  ({check})")

@@ -1,0 +1,66 @@
+"""Judges as ONNX files, for use outside PyTorch (a browser, another runtime).
+
+Each file takes ``x`` (a batch of judge inputs) and returns ``logits``; a JSON file beside it
+says how to build ``x`` (preprocessing, masks) so the model can be used without debatelab.
+Needs the ``onnx`` extra (``onnx`` and ``onnxscript``); ``onnxruntime``, when installed, checks
+every export against PyTorch.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..atomic import atomic_path, write_json
+from .cnn import JudgeCNN
+
+
+def export_onnx(model: JudgeCNN, path: str | os.PathLike, meta: dict) -> dict:
+    """Write ``model`` to ``path`` (ONNX, dynamic batch) and ``meta`` to ``path`` + ``.json``.
+
+    Returns ``meta`` with ``max_abs_diff`` against PyTorch on random inputs when onnxruntime is
+    installed (else ``None``).
+    """
+    try:
+        import onnx  # noqa: F401
+    except ImportError as exc:
+        raise ImportError(
+            "ONNX export needs the onnx extra: pip install 'debatelab[onnx]'"
+        ) from exc
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    model = model.eval()
+    shape = (model.in_channels, model.image_size, model.image_size)
+    example = torch.zeros((2, *shape))
+    with atomic_path(path) as tmp, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            model, (example,), str(tmp), input_names=["x"], output_names=["logits"],
+            dynamic_shapes={"x": {0: torch.export.Dim("batch")}}, dynamo=True,
+            verbose=False,
+        )  # fmt: skip
+    meta = {**meta, "input": {"name": "x", "shape": ["batch", *shape], "dtype": "float32"},
+            "output": {"name": "logits", "shape": ["batch", model.n_classes]},
+            "max_abs_diff": check_onnx(model, path)}  # fmt: skip
+    write_json(Path(str(path) + ".json"), meta)
+    return meta
+
+
+def check_onnx(model: JudgeCNN, path: str | os.PathLike, n: int = 16, seed: int = 0):
+    """Largest |logit difference| between onnxruntime and PyTorch on ``n`` random inputs, or
+    ``None`` without onnxruntime."""
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        return None
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn((n, model.in_channels, model.image_size, model.image_size), generator=gen)
+    with torch.inference_mode():
+        want = model.eval()(x).numpy()
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    got = session.run(["logits"], {"x": x.numpy()})[0]
+    return float(np.abs(got - want).max())

@@ -1,0 +1,1 @@
+"""The interactive demo: a local web server and its page (``debatelab serve``)."""

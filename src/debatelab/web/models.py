@@ -1,0 +1,104 @@
+"""The models and data the demo serves, taken from the cache the other commands fill.
+
+The demo trains nothing: it loads the MNIST gold classifier and sparse judge (``debatelab run``
+or ``debatelab train``) and the pixel judges (``debatelab train --kind pixel --pixels K``) that
+are already cached, and names the command that makes each missing one.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from ..data import load_raw
+from ..data.preprocess import apply_standardise, channel_stats, resize
+from ..experiments.setup import JudgeSetupConfig
+from ..judges import JudgeCNN, load_checkpoint
+from ..judges.pixel import PixelTrainConfig, load_pixel_checkpoint
+from ..paths import cache_dir
+
+#: The pixel game's K slider.
+PIXEL_RANGE = (2, 12)
+CLASSES = [str(d) for d in range(10)]
+
+
+@dataclass
+class DemoModels:
+    """What the demo page runs on. ``None`` (or a missing K) means "not in the cache"."""
+
+    gold: JudgeCNN | None
+    """Gold classifier on full 18x18 images."""
+    sparse: JudgeCNN | None
+    """Sparse judge on 4 of the 6x6 cells."""
+    mean: list[float]
+    """Training-set pixel mean of the 18x18 images (standardisation)."""
+    std: list[float]
+    """Training-set pixel std of the 18x18 images."""
+    test_images: np.ndarray
+    """MNIST test images, ``uint8 (N, 28, 28)``."""
+    test_labels: np.ndarray
+    """Their labels."""
+    pixel: dict[int, JudgeCNN] = field(default_factory=dict)
+    """Pixel judges by K."""
+    missing: dict[str, str] = field(default_factory=dict)
+    """Missing model name -> the command that makes it."""
+    image_size: int = 18
+    grid: int = 6
+    reveal: int = 4
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def prepare(self, images: np.ndarray) -> torch.Tensor:
+        """Images ``(N, 28, 28)`` in [0, 1] as the cell judges see them: resized, standardised."""
+        x = resize(np.asarray(images, dtype=np.float32) * 255.0, self.image_size)
+        return apply_standardise(x, self.mean, self.std)
+
+    def small_view(self, image: np.ndarray) -> np.ndarray:
+        """The resized ``(18, 18)`` image in [0, 1], for display."""
+        x = resize(np.asarray(image, dtype=np.float32)[None] * 255.0, self.image_size)
+        return x[0, 0].clamp(0, 1).numpy()
+
+
+def _missing_pixel(k: int) -> str:
+    return f"debatelab train --kind pixel --pixels {k}"
+
+
+def load_demo_models(
+    cache: str | os.PathLike | None = None,
+    data_dir: str | os.PathLike | None = None,
+    seed: int = 0,
+) -> DemoModels:
+    """The cached MNIST judges of ``seed`` and the MNIST data; nothing is trained."""
+    train_images, _ = load_raw("mnist", "train", data_dir)
+    test_images, test_labels = load_raw("mnist", "test", data_dir)
+    mean, std = channel_stats(resize(train_images, 18))
+    folder = cache_dir(cache) / "judges"
+    setup = JudgeSetupConfig(seed=seed)
+    found: dict[str, JudgeCNN | None] = {}
+    missing: dict[str, str] = {}
+    for kind in ("gold", "sparse"):
+        path = folder / f"{setup.judge_config(kind).key()}.pt"
+        found[kind] = load_checkpoint(path).model if path.exists() else None
+        if found[kind] is None:
+            missing[kind] = f"debatelab train --kind {kind}" + (f" --seed {seed}" if seed else "")
+    pixel = {}
+    for k in range(PIXEL_RANGE[0], PIXEL_RANGE[1] + 1):
+        path = folder / f"{PixelTrainConfig(pixels=k, seed=seed).key()}.pt"
+        if path.exists():
+            pixel[k] = load_pixel_checkpoint(path).model
+        else:
+            missing[f"pixel{k}"] = _missing_pixel(k) + (f" --seed {seed}" if seed else "")
+    return DemoModels(found["gold"], found["sparse"], mean, std, test_images, test_labels,
+                      pixel, missing)  # fmt: skip
+
+
+def missing_command(models: DemoModels, name: str) -> str:
+    """The command that makes model ``name`` (``gold``, ``sparse``, ``pixel6``, ...)."""
+    if name in models.missing:
+        return models.missing[name]
+    if name.startswith("pixel"):
+        return _missing_pixel(int(name[5:]))
+    return f"debatelab train --kind {name}"

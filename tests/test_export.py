@@ -1,0 +1,32 @@
+"""ONNX export of judges, checked with onnxruntime."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from debatelab import JudgeCNN
+
+ort = pytest.importorskip("onnxruntime")
+
+
+@pytest.mark.parametrize("channels,widths", [(1, (8, 16)), (2, (4, 8))])
+def test_exported_judge_matches_pytorch(tmp_path, channels, widths):
+    from debatelab.judges.export import export_onnx
+
+    torch.manual_seed(0)
+    model = JudgeCNN(channels, widths, image_size=18 if channels == 1 else 28).eval()
+    path = tmp_path / "judge.onnx"
+    meta = export_onnx(model, path, {"judge": "test"})
+    assert meta["max_abs_diff"] < 1e-4
+    side = model.image_size
+    x = torch.randn(5, channels, side, side)  # another batch size than the export's example
+    got = ort.InferenceSession(str(path)).run(["logits"], {"x": x.numpy()})[0]
+    with torch.inference_mode():
+        np.testing.assert_allclose(got, model(x).numpy(), atol=1e-4)
+    written = json.loads(path.with_name("judge.onnx.json").read_text())
+    assert written["input"]["shape"] == ["batch", channels, side, side]
+    assert written["judge"] == "test"
