@@ -471,8 +471,10 @@ function showVerdict(g) {
   } else {
     const winner = v.a_wins ? "A" : "B";
     const correct = v.judge_class === g.truth;
+    const rival = v.b_class === null ? "" : g.rule === "last_b"
+      ? ` B names ${v.b_class} after the reveal.` : ` B claimed ${v.b_class}.`;
     head = `<p class="winner" id="winner" data-winner="${winner}">${winner} wins</p>
-      <p>The judge says <b>${v.judge_class}</b>; the truth is <b>${g.truth}</b> (${correct ? "right" : "wrong"}). Payoff to A: ${v.payoff.toFixed(3)}.</p>`;
+      <p>A claimed ${v.a_claim}.${rival} The judge says <b>${v.judge_class}</b>; the truth is <b>${g.truth}</b> (${correct ? "right" : "wrong"}). Payoff to A: ${v.payoff.toFixed(3)}.</p>`;
     box.innerHTML = head + probBars(v.probs, [v.a_claim].concat(v.b_class === null ? [] : [v.b_class]));
   }
   if (g.judged) {

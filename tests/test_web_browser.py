@@ -1,0 +1,167 @@
+"""The demo page in real headless Chromium (Debian's chromium driven by Playwright).
+
+Screenshots of every step land in test-artifacts/ (git-ignored). Without /usr/bin/chromium the
+tests skip, unless DEBATELAB_REQUIRE_BROWSER=1 (CI installs chromium and sets it).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
+CHROMIUM = os.environ.get("DEBATELAB_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+FLAGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).exists():
+        if os.environ.get("DEBATELAB_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"no chromium at {CHROMIUM}: apt-get install chromium chromium-driver")
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser, demo_server):
+    ARTIFACTS.mkdir(exist_ok=True)
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    pg = context.new_page()
+    errors = []
+    pg.on("pageerror", lambda exc: errors.append(str(exc)))
+    pg.goto(demo_server + "/")
+    pg.wait_for_selector("body[data-ready='1']")
+    yield pg
+    context.close()
+    assert not errors, errors
+
+
+def _shot(page, name):
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+def _draw_one(page):
+    """A vertical stroke with mouse (pointer) events, as a person draws a 1."""
+    box = page.locator("#draw").bounding_box()
+    x = box["x"] + box["width"] * 0.5
+    page.mouse.move(x, box["y"] + box["height"] * 0.2)
+    page.mouse.down()
+    for i in range(1, 21):
+        page.mouse.move(x + i * 0.3, box["y"] + box["height"] * (0.2 + 0.03 * i))
+    page.mouse.up()
+
+
+def test_draw_a_digit_and_read_the_prediction(page):
+    _draw_one(page)
+    pred = page.locator("#gold-pred[data-cls]")
+    pred.wait_for(timeout=30_000)
+    assert pred.get_attribute("data-cls") == "1"
+    assert page.locator("#sparse-pred[data-cls]").count() == 1
+    assert page.locator("#gold-bars .bar-row").count() == 10
+    _shot(page, "classify-drawn-1")
+
+
+def _debate_tab(page, game, role):
+    page.click("#tab-debate")
+    page.select_option("#game", game)
+    page.select_option("#role", role)
+
+
+def test_spectator_pixel_debate_reaches_a_verdict(page):
+    page.click("#random")
+    page.wait_for_selector("#gold-pred[data-cls]")
+    _debate_tab(page, "pixels", "spectator")
+    page.fill("#rollouts", "20")
+    page.locator("#k").fill("4")
+    page.click("#start")
+    page.wait_for_selector("#winner", timeout=60_000)
+    assert page.locator("#moves li").count() == 4
+    assert page.locator("#winner").get_attribute("data-winner") in ("honest", "liar")
+    _shot(page, "debate-pixels-spectator")
+
+
+def test_spectator_cell_debate_reaches_a_verdict(page):
+    _debate_tab(page, "cells", "spectator")
+    page.select_option("#protocol", "debate4")
+    page.select_option("#rule", "last_b")
+    page.click("#start")
+    page.wait_for_selector("#winner", timeout=60_000)
+    assert page.locator("#moves li").count() == 4
+    assert page.locator("#moves li.A").count() == 2 and page.locator("#moves li.B").count() == 2
+    _shot(page, "debate-cells-spectator")
+
+
+def test_play_the_honest_side_of_the_pixel_game(page):
+    page.click("#random")
+    page.wait_for_selector("#gold-pred[data-cls]")
+    _debate_tab(page, "pixels", "honest")
+    page.fill("#rollouts", "20")
+    page.locator("#k").fill("4")
+    page.select_option("#first", "liar")
+    page.click("#start")
+    page.wait_for_function("document.getElementById('status').textContent.startsWith('Your move')")
+    assert page.locator("#moves li.liar").count() == 1  # the AI liar moved first
+    # click the brightest pixel that is not revealed yet
+    pixel = page.evaluate(
+        "(() => { const taken = new Set(app.game.state.moves); let best = -1;"
+        " app.image.forEach((v, i) => { if (!taken.has(i) && (best < 0 || v > app.image[best]))"
+        " best = i; }); return best; })()"
+    )
+    box = page.locator("#full").bounding_box()
+    u = box["width"] / 28
+    page.mouse.click(box["x"] + (pixel % 28 + 0.5) * u, box["y"] + (pixel // 28 + 0.5) * u)
+    page.wait_for_function("document.querySelectorAll('#moves li').length >= 3")
+    honest = page.locator("#moves li.honest").first.text_content()
+    assert honest == f"honest: pixel ({pixel // 28}, {pixel % 28})"
+    _shot(page, "debate-pixels-human-honest")
+
+
+def test_play_the_liar_in_consultancy_and_judge_a_debate(page):
+    page.click("#random")
+    page.wait_for_selector("#gold-pred[data-cls]")
+    _debate_tab(page, "cells", "liar")
+    page.select_option("#protocol", "consultancy")
+    page.click("#start")
+    page.wait_for_function("document.getElementById('status').textContent.startsWith('Your move')")
+    box = page.locator("#full").bounding_box()
+    u = box["width"] / 6
+    for cell in (7, 10, 25, 28):
+        page.mouse.click(box["x"] + (cell % 6 + 0.5) * u, box["y"] + (cell // 6 + 0.5) * u)
+    page.click("#reveal")
+    page.wait_for_selector("#winner")
+    assert page.locator("#moves li.A").text_content() == "A: cells (1, 1) (1, 4) (4, 1) (4, 4)"
+    lie = page.evaluate("app.game.claim")
+    assert lie != page.evaluate("app.game.truth")
+    _shot(page, "debate-cells-human-liar")
+
+    page.select_option("#role", "judge")
+    page.select_option("#protocol", "debate2")
+    page.click("#start")
+    page.wait_for_selector("#judge-buttons button")
+    corner = page.evaluate(
+        "Array.from(document.getElementById('full').getContext('2d').getImageData(5, 5, 1, 1).data)"
+    )
+    assert corner == [34, 34, 34, 255]  # the judge does not see the full image
+    truth = page.evaluate("app.game.truth")
+    page.click(f"#judge-buttons button[data-cls='{truth}']")
+    page.wait_for_selector("#judge-result")
+    assert page.locator("#judge-result").get_attribute("data-correct") == "true"
+    _shot(page, "debate-cells-judge")
+
+
+def test_about_tab(page):
+    page.click("#tab-about")
+    assert page.locator("#about").is_visible()
+    assert "2018 pixel game" in page.locator("#about").text_content()
+    _shot(page, "about")
