@@ -39,24 +39,33 @@ def cache(tmp_path, monkeypatch) -> Path:
 
 
 @pytest.fixture(scope="session")
-def demo_models(data_root, mnist, tmp_path_factory):
+def demo_judges(data_root, mnist, tmp_path_factory):
     """Real MNIST judges trained briefly (one epoch on 20,000 images each; the pixel judge for
-    K = 4 only), served by the demo tests: good enough to read a drawn 1, quick to train."""
-    from debatelab.data import load_raw
+    K = 4 only), as cached checkpoints: good enough to read a drawn 1, quick to train."""
     from debatelab.judges import TrainConfig, get_judge
     from debatelab.judges.pixel import PixelTrainConfig, get_pixel_judge
-    from debatelab.web.models import DemoModels
 
     cache = tmp_path_factory.mktemp("demo-cache")
     quick = {"epochs": 1, "train_limit": 20_000}
-    gold = get_judge(TrainConfig(kind="gold", **quick), mnist, cache, progress=False).model
-    sparse = get_judge(TrainConfig(kind="sparse", **quick), mnist, cache, progress=False).model
-    pixel4 = get_pixel_judge(PixelTrainConfig(pixels=4, **quick), data_root, cache,
-                             progress=False).model  # fmt: skip
+    return {
+        "gold": get_judge(TrainConfig(kind="gold", **quick), mnist, cache, progress=False),
+        "sparse": get_judge(TrainConfig(kind="sparse", **quick), mnist, cache, progress=False),
+        "pixel4": get_pixel_judge(PixelTrainConfig(pixels=4, **quick), data_root, cache,
+                                  progress=False),
+    }  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def demo_models(data_root, mnist, demo_judges):
+    """What `debatelab serve` runs on, built from :func:`demo_judges`."""
+    from debatelab.data import load_raw
+    from debatelab.web.models import DemoModels
+
     images, labels = load_raw("mnist", "test", data_root)
     missing = {f"pixel{k}": f"debatelab train --kind pixel --pixels {k}" for k in (2, 3, 5, 6)}
-    return DemoModels(gold, sparse, mnist.channel_mean, mnist.channel_std, images, labels,
-                      {4: pixel4}, missing)  # fmt: skip
+    return DemoModels(demo_judges["gold"].model, demo_judges["sparse"].model, mnist.channel_mean,
+                      mnist.channel_std, images, labels, {4: demo_judges["pixel4"].model},
+                      missing)  # fmt: skip
 
 
 @pytest.fixture(scope="session")

@@ -30,3 +30,28 @@ def test_exported_judge_matches_pytorch(tmp_path, channels, widths):
     written = json.loads(path.with_name("judge.onnx.json").read_text())
     assert written["input"]["shape"] == ["batch", channels, side, side]
     assert written["judge"] == "test"
+
+
+def test_export_onnx_command_on_trained_checkpoints(tmp_path, demo_judges):
+    """`debatelab export-onnx --checkpoint` on cached cell-grid and pixel judge checkpoints."""
+    from click.testing import CliRunner
+
+    from debatelab.cli import main
+    from debatelab.judges.export import check_onnx
+
+    gold, pixel = demo_judges["gold"], demo_judges["pixel4"]
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(b"not a checkpoint")
+    runner = CliRunner()
+    out = tmp_path / "onnx"
+    args = ["export-onnx", "--out", str(out), "--checkpoint", str(gold.path),
+            "--checkpoint", str(pixel.path)]  # fmt: skip
+    result = runner.invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert result.output.count("max |diff|") == 2
+    assert check_onnx(gold.model, out / f"{gold.path.stem}.onnx") < 1e-4
+    assert check_onnx(pixel.model, out / f"{pixel.path.stem}.onnx") < 1e-4
+    meta = json.loads((out / f"{pixel.path.stem}.onnx.json").read_text())
+    assert meta["train_config"]["pixels"] == 4 and meta["input"]["shape"][1] == 2
+    result = runner.invoke(main, ["export-onnx", "--out", str(out), "--checkpoint", str(bad)])
+    assert result.exit_code != 0 and "not a debatelab judge checkpoint" in result.output

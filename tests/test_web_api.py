@@ -166,3 +166,47 @@ def test_fifty_concurrent_requests(client, demo_server):
     codes = [r.status_code for r in responses]
     assert codes.count(200) == 34 and codes.count(422) == 16
     assert client.get("/api/info").status_code == 200
+
+
+def test_serve_command_with_an_empty_cache_names_the_commands(tmp_path, data_root, client):
+    """`debatelab serve` as a user starts it, on a cache with no judges: the page loads, the
+    info and the 404s say which command makes each judge."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    image, _ = _image(client, 0)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "DEBATELAB_CACHE": str(tmp_path / "empty"),
+           "DEBATELAB_DATA": str(data_root)}  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "debatelab", "serve", "--port", str(port)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 120
+        while True:
+            try:
+                info = httpx.get(url + "/api/info").json()
+                break
+            except httpx.TransportError:
+                assert proc.poll() is None and time.time() < deadline, "serve did not start"
+                time.sleep(0.2)
+        assert info["models"] == {"gold": False, "sparse": False, "pixel": []}
+        assert info["missing"]["gold"] == "debatelab train --kind gold"
+        assert info["missing"]["pixel6"] == "debatelab train --kind pixel --pixels 6"
+        page = httpx.get(url + "/")
+        assert page.status_code == 200 and 'id="tab-debate"' in page.text
+        out = httpx.post(url + "/api/classify", json={"image": image}).json()
+        assert out["gold"] is None and out["missing"]["sparse"] == "debatelab train --kind sparse"
+        r = httpx.post(url + "/api/cells", json={"image": image, "label": 7})
+        assert r.status_code == 404 and "`debatelab train --kind sparse`" in r.json()["error"]
+    finally:
+        proc.terminate()
+        text = proc.communicate(timeout=30)[0]
+    assert "missing gold: make it with `debatelab train --kind gold`" in text

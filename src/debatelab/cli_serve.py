@@ -73,6 +73,10 @@ def serve(host, port, seed, data_dir, cache_dir):
     show_default=True,
     help="Folder for the .onnx files and their .json descriptions.",
 )
+@click.option("--checkpoint", "checkpoints", multiple=True,
+              type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              help="Export this judge checkpoint (.pt from the cache; repeatable) instead of the "
+                   "cached MNIST judges.")  # fmt: skip
 @click.option(
     "--seed",
     type=int,
@@ -91,47 +95,83 @@ def serve(host, port, seed, data_dir, cache_dir):
     help="Cache of trained judges (default: $DEBATELAB_CACHE, else ~/.cache/debatelab).",
 )
 @friendly_errors
-def export_onnx(out, seed, data_dir, cache_dir):
-    """Write the cached MNIST judges as ONNX files (gold, sparse and each pixel judge).
+def export_onnx(out, checkpoints, seed, data_dir, cache_dir):
+    """Write judges as ONNX files: the cached MNIST judges (gold, sparse, each pixel judge) or
+    the checkpoints given with --checkpoint.
 
     Each FILE.onnx takes `x` (float32, batch first) and returns `logits`; FILE.onnx.json says how
     to build `x`. With onnxruntime installed every file is checked against PyTorch.
     """
     from .judges.export import export_onnx as export
+
+    jobs = _checkpoint_jobs(checkpoints) if checkpoints else _cached_jobs(cache_dir, data_dir, seed)
+    for name, model, meta in jobs:
+        path = out / f"{name}.onnx"
+        result = export(model, path, meta)
+        diff = result["max_abs_diff"]
+        check = "not checked (no onnxruntime)" if diff is None else f"max |diff| {diff:.2e}"
+        click.echo(f"{path}  ({check})")
+
+
+PIXEL_INPUT = ("channel 0: mask of revealed pixels (1/0); channel 1: pixel/255 where revealed, "
+               "else 0; 28x28")  # fmt: skip
+
+
+def _checkpoint_jobs(paths):
+    """(name, model, meta) for each checkpoint file, cell-grid or pixel judge."""
+    from dataclasses import asdict
+
+    from .errors import CacheError
+    from .judges import load_checkpoint
+    from .judges.pixel import load_pixel_checkpoint
+
+    jobs = []
+    for path in paths:
+        try:
+            judge = load_checkpoint(path)
+            meta = {
+                "judge": f"{judge.config.kind} judge of {judge.config.variant}",
+                "preprocess": f"the {judge.config.variant} variant's (debatelab.data)",
+            }
+        except CacheError:
+            try:
+                judge = load_pixel_checkpoint(path)
+            except CacheError as exc:
+                raise click.ClickException(
+                    f"{path} is not a debatelab judge checkpoint (cell-grid or pixel judge)"
+                ) from exc
+            meta = {"judge": f"pixel judge, {judge.config.pixels} random nonzero pixels",
+                    "preprocess": PIXEL_INPUT}  # fmt: skip
+        jobs.append((path.stem, judge.model, {**meta, "train_config": asdict(judge.config),
+                                              "checkpoint": str(path)}))  # fmt: skip
+    return jobs
+
+
+def _cached_jobs(cache_dir, data_dir, seed):
     from .web.models import load_demo_models
 
     models = load_demo_models(cache_dir, data_dir, seed)
     cells = {"preprocess": "28x28 uint8 -> /255 -> antialiased bilinear resize to 18x18 -> "
-                           "(x - mean) / std", "mean": models.mean, "std": models.std,
-             "grid": models.grid, "classes": list(range(10))}  # fmt: skip
+                           "(x - mean) / std; hidden cells 0 after that", "mean": models.mean,
+             "std": models.std, "grid": models.grid, "seed": seed}  # fmt: skip
     jobs = []
     if models.gold is not None:
-        jobs.append(("mnist-gold", models.gold, {**cells, "judge": "gold classifier, full image"}))
+        jobs.append((f"mnist-gold-s{seed}", models.gold, {**cells, "judge": "gold classifier"}))
     if models.sparse is not None:
         jobs.append(
             (
-                "mnist-sparse",
+                f"mnist-sparse-s{seed}",
                 models.sparse,
-                {
-                    **cells,
-                    "judge": f"sparse judge: hidden cells are 0 after standardisation; "
-                    f"trained on {models.reveal} random cells of the {models.grid}x{models.grid} grid",
-                },
+                {**cells, "judge": f"sparse judge, trained on {models.reveal} random cells"},
             )
         )
     for k, model in sorted(models.pixel.items()):
-        jobs.append((f"mnist-pixel{k}", model, {
-            "judge": f"pixel judge of the 2018 debate, trained on {k} random nonzero pixels",
-            "preprocess": "channel 0: mask of revealed pixels (1/0); channel 1: pixel/255 where "
-                          "revealed, else 0; 28x28", "classes": list(range(10))}))  # fmt: skip
+        jobs.append((f"mnist-pixel{k}-s{seed}", model, {
+            "judge": f"pixel judge, {k} random nonzero pixels", "preprocess": PIXEL_INPUT,
+            "seed": seed}))  # fmt: skip
     if not jobs:
         raise click.ClickException(
             "no judges in the cache; make them with `debatelab run` (gold and sparse) or "
             "`debatelab train --kind pixel --pixels 6`"
         )
-    for name, model, meta in jobs:
-        path = out / f"{name}-s{seed}.onnx"
-        result = export(model, path, {**meta, "seed": seed})
-        diff = result["max_abs_diff"]
-        check = "not checked (no onnxruntime)" if diff is None else f"max |diff| {diff:.2e}"
-        click.echo(f"{path}  ({check})")
+    return jobs
