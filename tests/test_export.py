@@ -27,6 +27,8 @@ def test_exported_judge_matches_pytorch(tmp_path, channels, widths):
     got = ort.InferenceSession(str(path)).run(["logits"], {"x": x.numpy()})[0]
     with torch.inference_mode():
         np.testing.assert_allclose(got, model(x).numpy(), atol=1e-4)
+    # one self-contained file: no external weight files beside it
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["judge.onnx", "judge.onnx.json"]
     written = json.loads(path.with_name("judge.onnx.json").read_text())
     assert written["input"]["shape"] == ["batch", channels, side, side]
     assert written["judge"] == "test"
