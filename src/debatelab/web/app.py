@@ -32,6 +32,7 @@ from ..games.agents import MCTSAgent, MCTSConfig, greedy_agent, random_agent
 from ..games.cellplay import PROTOCOLS, CellDebate, CellGameRules
 from ..games.pixels import PixelGames, PixelRules
 from ..games.solver import RULES
+from ..games.tables import game_tables
 from ..judges.allmask import all_mask_probs
 from ..judges.evaluate import predict_proba
 from ..judges.pixel import N_PIXELS, PixelJudge
@@ -349,6 +350,17 @@ def create_app(models: DemoModels) -> FastAPI:
     return app
 
 
+def warm_up(models: DemoModels) -> None:
+    """Build the geometry tables (all-mask evaluation, game trees) once, before requests come:
+    concurrent first requests would otherwise each build them."""
+    for moves in PROTOCOLS.values():
+        game_tables(models.grid**2, moves)
+    if models.sparse is not None:
+        blank = torch.zeros(1, 1, models.image_size, models.image_size)
+        all_mask_probs(models.sparse, blank, models.grid, models.reveal)
+
+
 def serve_app(models: DemoModels):
-    """The ASGI app with the body-size limit in front."""
+    """The ASGI app with the body-size limit in front, its tables built."""
+    warm_up(models)
     return BodyLimit(create_app(models))
