@@ -7,16 +7,12 @@ from pathlib import Path
 import click
 
 from .cli_common import friendly_errors as _friendly_errors
+from .cli_common import path_options as _path_options
 
 
 def _common(func):
     """Options every experiment command takes."""
     options = [
-        click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path),
-                     help="Dataset root (default: $DEBATELAB_DATA, else ~/.cache/debatelab/data)."),
-        click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
-                     help="Cache of trained judges and stores (default: $DEBATELAB_CACHE, "
-                          "else ~/.cache/debatelab)."),
         click.option("--out", type=click.Path(file_okay=False, path_type=Path),
                      help="Run folder (default: runs/<timestamp>-<command>)."),
         click.option("--seed", type=int, default=0, show_default=True,
@@ -25,7 +21,7 @@ def _common(func):
     ]  # fmt: skip
     for option in reversed(options):
         func = option(func)
-    return func
+    return _path_options(func)
 
 
 def _dataset_option(default="mnist"):

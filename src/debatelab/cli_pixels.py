@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from .cli_common import friendly_errors as _friendly
+from .cli_common import path_options
 
 
 @click.command()
@@ -79,16 +80,7 @@ from .cli_common import friendly_errors as _friendly
     default=None,
     help="Torch CPU threads (default: torch's choice).",
 )
-@click.option(
-    "--data-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Dataset root (default: $DEBATELAB_DATA, else ~/.cache/debatelab/data).",
-)
-@click.option(
-    "--cache-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Cache of trained judges (default: $DEBATELAB_CACHE, else ~/.cache/debatelab).",
-)
+@path_options
 @click.option(
     "--out",
     type=click.Path(file_okay=False, path_type=Path),

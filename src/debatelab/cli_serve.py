@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from .cli_common import friendly_errors
+from .cli_common import friendly_errors, path_options
 
 
 @click.command()
@@ -30,16 +30,7 @@ from .cli_common import friendly_errors
     show_default=True,
     help="Which cached judges to serve (their training seed).",
 )
-@click.option(
-    "--data-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Dataset root (default: $DEBATELAB_DATA, else ~/.cache/debatelab/data).",
-)
-@click.option(
-    "--cache-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Cache of trained judges (default: $DEBATELAB_CACHE, else ~/.cache/debatelab).",
-)
+@path_options
 @friendly_errors
 def serve(host, port, seed, data_dir, cache_dir):
     """Start the interactive demo: draw a digit, then watch, play or judge a debate about it.
@@ -84,16 +75,7 @@ def serve(host, port, seed, data_dir, cache_dir):
     show_default=True,
     help="Which cached judges to export (their training seed).",
 )
-@click.option(
-    "--data-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Dataset root (for the standardisation statistics written beside the files).",
-)
-@click.option(
-    "--cache-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    help="Cache of trained judges (default: $DEBATELAB_CACHE, else ~/.cache/debatelab).",
-)
+@path_options
 @friendly_errors
 def export_onnx(out, checkpoints, seed, data_dir, cache_dir):
     """Write judges as ONNX files: the cached MNIST judges (gold, sparse, each pixel judge) or
