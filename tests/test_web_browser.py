@@ -72,6 +72,22 @@ def test_draw_a_digit_and_read_the_prediction(page):
     _shot(page, "classify-drawn-1")
 
 
+def _random_image(page):
+    page.click("#random")
+    page.wait_for_selector("#gold-pred[data-cls]")
+
+
+def _click_board(page, index: int, side: int):
+    """Click square ``index`` of the full-image board, which shows ``side`` x ``side`` squares."""
+    box = page.locator("#full").bounding_box()
+    u = box["width"] / side
+    page.mouse.click(box["x"] + (index % side + 0.5) * u, box["y"] + (index // side + 0.5) * u)
+
+
+def _wait_for_my_turn(page):
+    page.wait_for_function("document.getElementById('status').textContent.startsWith('Your move')")
+
+
 def _debate_tab(page, game, role):
     page.click("#tab-debate")
     page.select_option("#game", game)
@@ -79,8 +95,7 @@ def _debate_tab(page, game, role):
 
 
 def test_spectator_pixel_debate_reaches_a_verdict(page):
-    page.click("#random")
-    page.wait_for_selector("#gold-pred[data-cls]")
+    _random_image(page)
     _debate_tab(page, "pixels", "spectator")
     page.fill("#rollouts", "20")
     page.locator("#k").fill("4")
@@ -103,14 +118,13 @@ def test_spectator_cell_debate_reaches_a_verdict(page):
 
 
 def test_play_the_honest_side_of_the_pixel_game(page):
-    page.click("#random")
-    page.wait_for_selector("#gold-pred[data-cls]")
+    _random_image(page)
     _debate_tab(page, "pixels", "honest")
     page.fill("#rollouts", "20")
     page.locator("#k").fill("4")
     page.select_option("#first", "liar")
     page.click("#start")
-    page.wait_for_function("document.getElementById('status').textContent.startsWith('Your move')")
+    _wait_for_my_turn(page)
     assert page.locator("#moves li.liar").count() == 1  # the AI liar moved first
     # click the brightest pixel that is not revealed yet
     pixel = page.evaluate(
@@ -118,9 +132,7 @@ def test_play_the_honest_side_of_the_pixel_game(page):
         " app.image.forEach((v, i) => { if (!taken.has(i) && (best < 0 || v > app.image[best]))"
         " best = i; }); return best; })()"
     )
-    box = page.locator("#full").bounding_box()
-    u = box["width"] / 28
-    page.mouse.click(box["x"] + (pixel % 28 + 0.5) * u, box["y"] + (pixel // 28 + 0.5) * u)
+    _click_board(page, pixel, 28)
     page.wait_for_function("document.querySelectorAll('#moves li').length >= 3")
     honest = page.locator("#moves li.honest").first.text_content()
     assert honest == f"honest: pixel ({pixel // 28}, {pixel % 28})"
@@ -128,16 +140,13 @@ def test_play_the_honest_side_of_the_pixel_game(page):
 
 
 def test_play_the_liar_in_consultancy_and_judge_a_debate(page):
-    page.click("#random")
-    page.wait_for_selector("#gold-pred[data-cls]")
+    _random_image(page)
     _debate_tab(page, "cells", "liar")
     page.select_option("#protocol", "consultancy")
     page.click("#start")
-    page.wait_for_function("document.getElementById('status').textContent.startsWith('Your move')")
-    box = page.locator("#full").bounding_box()
-    u = box["width"] / 6
+    _wait_for_my_turn(page)
     for cell in (7, 10, 25, 28):
-        page.mouse.click(box["x"] + (cell % 6 + 0.5) * u, box["y"] + (cell // 6 + 0.5) * u)
+        _click_board(page, cell, 6)
     page.click("#reveal")
     page.wait_for_selector("#winner")
     assert page.locator("#moves li.A").text_content() == "A: cells (1, 1) (1, 4) (4, 1) (4, 4)"
