@@ -131,6 +131,84 @@ def test_games_reject_bad_requests(client):
     assert r.status_code == 422 and "JSON" in r.json()["error"]
     r = client.get("/api/sample", params={"index": 10_000})
     assert r.status_code == 422
+    more = [
+        ("/api/cells", {**cells, "seed": -1}, 422, "seed"),
+        ("/api/pixels", {**pix, "seed": 2**40}, 422, "seed"),
+        ("/api/cells", {**cells, "k_b": "bo" + "9" * 400}, 422, "k_b"),
+        ("/api/cells", {**cells, "k_a": 10**9}, 422, "k_a"),
+        ("/api/cells", {**cells, "turns": [[1]] * 5}, 422, "turns"),
+    ]
+    for path, body, status, message in more:
+        r = client.post(path, json=body)
+        assert (r.status_code, message in r.json()["error"]) == (status, True), (body, r.text)
+    r = client.get("/api/nothing-here")
+    assert r.status_code == 404 and "error" in r.json()
+    r = client.get("/api/classify")
+    assert r.status_code == 405 and "error" in r.json()
+
+
+def test_a_malformed_content_length_gets_400(demo_server):
+    import socket
+
+    host, port = demo_server.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port))) as sock:
+        sock.sendall(b"POST /api/classify HTTP/1.1\r\nHost: x\r\nContent-Length: 12a\r\n\r\n")
+        reply = sock.recv(4096).decode()
+    assert reply.startswith("HTTP/1.1 400")
+
+
+@pytest.mark.parametrize("rule", ["sym", "last_b"])
+def test_cell_verdicts_under_sym_and_last_b(client, demo_models, mnist, rule):
+    """The API's verdict equals the library's game on the same probabilities."""
+    from debatelab.games.cellplay import CellDebate, CellGameRules
+
+    image, label = _image(client, 6)
+    turns = [[3, 14], [20, 31]]
+    body = {"image": image, "label": label, "protocol": "debate2", "rule": rule,
+            "claim": label, "turns": turns}  # fmt: skip
+    out = client.post("/api/cells", json=body).json()
+    probs = all_mask_probs(demo_models.sparse, mnist.x_test[6:7])[0]
+    game = CellDebate(probs, CellGameRules("debate2", rule), claim=label)
+    want = game.verdict(turns)
+    assert out["b_class"] == game.b_class and out["verdict"]["b_class"] == want["b_class"]
+    assert out["verdict"]["a_wins"] == want["a_wins"]
+    assert out["verdict"]["payoff"] == pytest.approx(want["payoff"], abs=1e-5)
+    p = np.array(out["verdict"]["probs"])
+    b = want["b_class"]
+    if rule == "sym":  # B committed first: p[a] - p[b]
+        assert out["verdict"]["payoff"] == pytest.approx(p[label] - p[b], abs=1e-5)
+    else:  # B names the judge's best other class after the reveal; payoff p[a] - max_d p[d]
+        others = p.copy()
+        others[label] = -1
+        assert b == int(others.argmax())
+        assert out["verdict"]["payoff"] == pytest.approx(p[label] - p.max(), abs=1e-5)
+        assert out["verdict"]["a_wins"] == bool(p[label] > p[b])
+
+
+def test_identical_concurrent_requests_compute_once():
+    import threading
+    import time
+
+    from debatelab.web.app import _LRU
+
+    cache, calls = _LRU(4), []
+
+    def make():
+        calls.append(1)
+        time.sleep(0.2)
+        return object()
+
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(cache.get("k", make)))
+               for _ in range(10)]  # fmt: skip
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1 and cache.computed == 1 and len({id(r) for r in results}) == 1
+    with pytest.raises(ZeroDivisionError):  # a failure reaches the caller and is not cached
+        cache.get("bad", lambda: 1 / 0)
+    assert cache.get("bad", lambda: 7) == 7
 
 
 def test_oversized_bodies_get_413(client):

@@ -43,8 +43,10 @@ def page(browser, demo_server):
     pg.goto(demo_server + "/")
     pg.wait_for_selector("body[data-ready='1']")
     yield pg
+    shown = pg.locator("#error").is_visible() and pg.locator("#error").text_content()
     context.close()
     assert not errors, errors
+    assert not shown, f"the page showed an error: {shown}"
 
 
 def _shot(page, name):
@@ -174,3 +176,23 @@ def test_about_tab(page):
     assert page.locator("#about").is_visible()
     assert "2018 pixel game" in page.locator("#about").text_content()
     _shot(page, "about")
+
+
+def test_judge_the_pixel_game_without_being_told_who_is_honest(page):
+    _random_image(page)
+    _debate_tab(page, "pixels", "judge")
+    page.fill("#rollouts", "10")
+    page.locator("#k").fill("4")
+    page.click("#start")
+    page.wait_for_selector("#judge-buttons button")
+    moves = page.locator("#moves").text_content()
+    claims = page.locator("#claims").text_content()
+    assert "honest" not in moves and "liar" not in moves
+    assert "claims" in moves and "who is honest is hidden" in claims
+    assert not page.locator("#truth").is_visible()
+    assert page.locator("#judge-buttons button").count() == 2
+    _shot(page, "debate-pixels-judge")
+    truth = page.evaluate("app.game.truth")
+    page.click(f"#judge-buttons button[data-cls='{truth}']")
+    page.wait_for_selector("#judge-result")
+    assert "honest" in page.locator("#moves").text_content()  # revealed after the verdict

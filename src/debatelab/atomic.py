@@ -18,7 +18,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
-    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual permissions
+    os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; give the usual permissions
     tmp_path = Path(tmp)
     try:
         yield tmp_path
@@ -28,10 +28,13 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
             tmp_path.unlink()
 
 
-def _umask() -> int:
-    mask = os.umask(0)
+def _read_umask() -> int:
+    mask = os.umask(0)  # the only way to read it; done once, at import, before any threads
     os.umask(mask)
     return mask
+
+
+_UMASK = _read_umask()
 
 
 def write_atomic(path: str | os.PathLike, writer: Callable[[Path], Any]) -> Path:

@@ -18,10 +18,10 @@ from .cli_common import friendly_errors, path_options
 )
 @click.option(
     "--port",
-    type=click.IntRange(0, 65535),
+    type=click.IntRange(1, 65535),
     default=8000,
     show_default=True,
-    help="TCP port (0 picks a free one).",
+    help="TCP port.",
 )
 @click.option(
     "--seed",

@@ -82,14 +82,6 @@ class CellDebate:
         """A's expected payoff at the root under both players' capabilities."""
         return float(self.values[0][self.column, 0])
 
-    def class_values(self) -> np.ndarray:
-        """A's root value for each class it could claim (``asym``/``last_b``), or against B's
-        best reply (``sym``): what a liar A would weigh."""
-        root = self.values[0][:, 0]
-        if self.rules.rule == "sym":
-            return root.reshape(self.n_classes, self.n_classes).min(axis=1)
-        return root
-
     def position(self, turns: Sequence[Sequence[int]]) -> tuple[int, int, frozenset]:
         """``(turn, node, revealed)`` after ``turns``; illegal turns raise ValueError."""
         moves = self.rules.moves

@@ -42,15 +42,17 @@ def export_onnx(model: JudgeCNN, path: str | os.PathLike, meta: dict) -> dict:
     quiet_logger = logging.getLogger("torch.onnx")
     level = quiet_logger.level
     quiet_logger.setLevel(logging.ERROR)  # the exporter's chatter is not for our users
-    with atomic_path(path) as tmp, warnings.catch_warnings(), redirect_stdout(io.StringIO()):
-        warnings.simplefilter("ignore")
-        torch.onnx.export(
-            model, (example,), str(tmp), input_names=["x"], output_names=["logits"],
-            dynamic_shapes={"x": {0: torch.export.Dim("batch")}}, dynamo=True,
-            external_data=False,  # one self-contained file (the weights are small)
-            verbose=False,
-        )  # fmt: skip
-    quiet_logger.setLevel(level)
+    try:
+        with atomic_path(path) as tmp, warnings.catch_warnings(), redirect_stdout(io.StringIO()):
+            warnings.simplefilter("ignore")
+            torch.onnx.export(
+                model, (example,), str(tmp), input_names=["x"], output_names=["logits"],
+                dynamic_shapes={"x": {0: torch.export.Dim("batch")}}, dynamo=True,
+                external_data=False,  # one self-contained file (the weights are small)
+                verbose=False,
+            )  # fmt: skip
+    finally:
+        quiet_logger.setLevel(level)
     meta = {**meta, "input": {"name": "x", "shape": ["batch", *shape], "dtype": "float32"},
             "output": {"name": "logits", "shape": ["batch", model.n_classes]},
             "max_abs_diff": check_onnx(model, path)}  # fmt: skip

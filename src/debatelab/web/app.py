@@ -6,7 +6,7 @@ the judge's verdict. Randomness comes from the seed in the request, so a replaye
 the same move.
 
 Errors are JSON ``{"error": "..."}``: 422 for malformed input (wrong canvas size, non-numeric
-pixels, unknown protocol names), 400 for illegal moves, 404 for a model not in the cache (with
+pixels, unknown protocol names), 400 for illegal moves or an empty canvas, 404 for a model not in the cache (with
 the command that makes it), 413 for oversized bodies.
 """
 
@@ -16,6 +16,8 @@ import hashlib
 import math
 import threading
 from collections import OrderedDict
+from concurrent.futures import Future
+from contextlib import contextmanager
 from importlib import resources
 from typing import Annotated, Literal
 
@@ -26,6 +28,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field, StrictFloat, StrictInt, field_validator
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..data.digits import center_digit
 from ..games.agents import MCTSAgent, MCTSConfig, greedy_agent, random_agent
@@ -44,12 +47,17 @@ MAX_BODY = 64 * 1024
 #: Oversized bodies up to this size are read (and dropped) before the 413, so that clients
 #: see the answer instead of a reset connection.
 DRAIN_LIMIT = 16 * 2**20
+#: Heavy computations run at once; more only compete for the same cores.
+HEAVY_SLOTS = 4
+#: Seconds a request waits for a slot before a 503.
+BUSY_WAIT = 120
 #: Most MCTS simulations per move a request may ask for (the paper's budget).
 MAX_ROLLOUTS = 10_000
 STATIC = resources.files("debatelab.web") / "static"
 
 Pixel = StrictFloat  # ints pass, strings do not
-Capability = Annotated[StrictInt, Field(ge=1)] | str
+Capability = Annotated[StrictInt, Field(ge=1, le=10**6)] | Annotated[str, Field(max_length=12)]
+Seed = Annotated[StrictInt, Field(ge=0, lt=2**32)]
 
 
 def _check_image(v: list[float]) -> list[float]:
@@ -84,7 +92,7 @@ class PixelRequest(ImageRequest):
     """Pixels revealed so far (row * 28 + col), in order."""
     agent: Literal["mcts", "greedy", "random"] = "mcts"
     rollouts: Annotated[StrictInt, Field(ge=1, le=MAX_ROLLOUTS)] = 200
-    seed: StrictInt = 0
+    seed: Seed = 0
     play: bool = False
     """Let the AI make the next move."""
 
@@ -99,34 +107,73 @@ class CellRequest(ImageRequest):
     claim: Annotated[StrictInt, Field(ge=0, le=9)] | None = None
     """A's claim when a human plays A; ``None``: A's exact best claim."""
     turns: list[list[StrictInt]] = Field(default_factory=list, max_length=4)
-    seed: StrictInt = 0
+    seed: Seed = 0
     play: bool = False
 
     @field_validator("k_a", "k_b")
     @classmethod
     def _capability(cls, v):
         if isinstance(v, str):
-            as_policy(v)  # ValueError with the accepted forms
+            as_policy(v).rank_weights(2)  # ValueError with the accepted forms
         return v
 
 
 class _LRU:
-    """A small thread-safe cache of per-image computations."""
+    """A small thread-safe cache of per-image computations; concurrent requests for the same
+    key wait for one computation instead of each doing it."""
 
     def __init__(self, size: int):
         self.size, self.data, self.lock = size, OrderedDict(), threading.Lock()
+        self.pending: dict = {}
+        self.computed = 0
+        """Calls of ``make`` so far."""
 
     def get(self, key, make):
         with self.lock:
             if key in self.data:
                 self.data.move_to_end(key)
                 return self.data[key]
-        value = make()
+            future = self.pending.get(key)
+            owner = future is None
+            if owner:
+                future = self.pending[key] = Future()
+        if not owner:
+            return future.result()
+        try:
+            value = make()
+        except BaseException as exc:
+            with self.lock:
+                del self.pending[key]
+            future.set_exception(exc)
+            raise
         with self.lock:
             self.data[key] = value
             while len(self.data) > self.size:
                 self.data.popitem(last=False)
+            del self.pending[key]
+            self.computed += 1
+        future.set_result(value)
         return value
+
+
+@contextmanager
+def _slot(slots: threading.BoundedSemaphore):
+    """Run heavy work (all-mask passes, game solves, tree search) a few at a time."""
+    if not slots.acquire(timeout=BUSY_WAIT):
+        raise HTTPException(503, "the server is busy with other games; try again in a moment")
+    try:
+        yield
+    finally:
+        slots.release()
+
+
+@contextmanager
+def _illegal():
+    """Precondition failures of the game library (an illegal move, an empty canvas) as 400."""
+    try:
+        yield
+    except ValueError as exc:
+        raise HTTPException(400, str(exc)) from exc
 
 
 def _image_key(image: np.ndarray) -> bytes:
@@ -147,7 +194,9 @@ class BodyLimit:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         declared = dict(scope.get("headers") or []).get(b"content-length")
-        if declared is not None and (not declared.isdigit() or int(declared) > DRAIN_LIMIT):
+        if declared is not None and not declared.isdigit():
+            return await self._reject(send, 400, "Content-Length must be a number of bytes")
+        if declared is not None and int(declared) > DRAIN_LIMIT:
             return await self._reject(send)  # far too large: answer at once and drop the rest
         body, size, more = [], 0, True
         while more:  # read it all (up to DRAIN_LIMIT), so the client is done sending and reads
@@ -175,10 +224,9 @@ class BodyLimit:
 
         await self.app(scope, replay, send)
 
-    async def _reject(self, send):
-        await JSONResponse(
-            {"error": f"request body too large: at most {self.max_bytes} bytes"}, status_code=413
-        )({"type": "http"}, None, send)
+    async def _reject(self, send, status: int = 413, message: str | None = None):
+        message = message or f"request body too large: at most {self.max_bytes} bytes"
+        await JSONResponse({"error": message}, status_code=status)({"type": "http"}, None, send)
 
 
 def _validation_message(exc: RequestValidationError) -> str:
@@ -199,19 +247,17 @@ def create_app(models: DemoModels) -> FastAPI:
     """The demo application over ``models``."""
     app = FastAPI(title="debatelab demo", docs_url="/api/docs", openapi_url="/api/openapi.json")
     probs_cache = _LRU(64)  # all-mask probabilities per image (1 MB each)
-    games_cache = _LRU(16)  # solved cell games (every node's values) per image and settings
+    games_cache = _LRU(8)  # solved cell games per image and settings (up to 53 MB under sym)
+    slots = threading.BoundedSemaphore(HEAVY_SLOTS)
+    app.state.caches = {"probs": probs_cache, "games": games_cache}
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError):
         return JSONResponse({"error": _validation_message(exc)}, status_code=422)
 
-    @app.exception_handler(HTTPException)
-    async def _http(request: Request, exc: HTTPException):
+    @app.exception_handler(StarletteHTTPException)  # also the router's own 404 and 405
+    async def _http(request: Request, exc: StarletteHTTPException):
         return JSONResponse({"error": str(exc.detail)}, status_code=exc.status_code)
-
-    @app.exception_handler(ValueError)
-    async def _illegal(request: Request, exc: ValueError):
-        return JSONResponse({"error": str(exc)}, status_code=400)
 
     def need(name: str, model):
         if model is None:
@@ -229,16 +275,17 @@ def create_app(models: DemoModels) -> FastAPI:
 
         def make():
             x = models.prepare(image[None])
-            return all_mask_probs(sparse, x, models.grid, models.reveal)[0]
+            with _slot(slots):
+                return all_mask_probs(sparse, x, models.grid, models.reveal)[0]
 
         return probs_cache.get(_image_key(image), make)
 
     @app.get("/", include_in_schema=False)
-    def index():
+    async def index():
         return FileResponse(str(STATIC / "index.html"))
 
     @app.get("/api/info")
-    def info():
+    async def info():
         """Which models are loaded, which are missing (with the command that makes each)."""
         return {
             "models": {"gold": models.gold is not None, "sparse": models.sparse is not None,
@@ -250,7 +297,7 @@ def create_app(models: DemoModels) -> FastAPI:
         }  # fmt: skip
 
     @app.get("/api/sample")
-    def sample(index: Annotated[int, Query(ge=0)]):
+    async def sample(index: Annotated[int, Query(ge=0)]):
         """MNIST test image ``index``: values in [0, 1] and its label."""
         if index >= len(models.test_images):
             raise HTTPException(
@@ -265,7 +312,8 @@ def create_app(models: DemoModels) -> FastAPI:
         """Gold classifier on the full image; sparse judge averaged over all 4-cell views."""
         image = np.asarray(req.image, dtype=np.float32).reshape(28, 28)
         if req.center:
-            image = center_digit(image)
+            with _illegal():
+                image = center_digit(image)
         out = {"image": image.ravel().round(4).tolist(), "gold": None, "sparse": None}
         if models.gold is not None:
             x = models.prepare(image[None])
@@ -286,22 +334,24 @@ def create_app(models: DemoModels) -> FastAPI:
         judge = PixelJudge(pixel_judge(req.pixels))
         rules = PixelRules(pixels=req.pixels, first=req.first)
         values = np.asarray(req.image, dtype=np.float32)[None]
-        games = PixelGames.new(values, [req.honest], [req.liar], rules)
-        cand = games.candidates[0].tolist()
-        slot_of = {p: s for s, p in enumerate(cand) if p < N_PIXELS}
-        for t, p in enumerate(req.moves):
-            if p not in slot_of:
-                raise ValueError(
-                    f"move {t + 1}: pixel {p} is not a nonzero pixel of the image; reveal one "
-                    "where there is ink"
-                )
-            games = games.play(torch.tensor([slot_of[p]]))
+        with _illegal():
+            games = PixelGames.new(values, [req.honest], [req.liar], rules)
+            cand = games.candidates[0].tolist()
+            slot_of = {p: s for s, p in enumerate(cand) if p < N_PIXELS}
+            for t, p in enumerate(req.moves):
+                if p not in slot_of:
+                    raise ValueError(
+                        f"move {t + 1}: pixel {p} is not a nonzero pixel of the image; reveal "
+                        "one where there is ink"
+                    )
+                games = games.play(torch.tensor([slot_of[p]]))
         ai_move = None
         if req.play and not games.done:
             agent = {"mcts": lambda: MCTSAgent(MCTSConfig(rollouts=req.rollouts)),
                      "greedy": greedy_agent, "random": random_agent}[req.agent]()  # fmt: skip
             gen = torch.Generator().manual_seed(req.seed * 1000 + games.turn)
-            slot = agent.moves(games, judge, gen)
+            with _slot(slots):
+                slot = agent.moves(games, judge, gen)
             games = games.play(slot)
             ai_move = int(cand[int(slot[0])])
         moves = [int(p) for p in games.revealed_pixels()[0]]
@@ -322,10 +372,16 @@ def create_app(models: DemoModels) -> FastAPI:
         """The cell-grid game: consultancy or debate under a rule, players of any capability."""
         image = np.asarray(req.image, dtype=np.float32).reshape(28, 28)
         rules = CellGameRules(req.protocol, req.rule, req.k_a, req.k_b, models.grid**2)
-        key = (_image_key(image), rules, req.claim)
-        game = games_cache.get(key, lambda: CellDebate(sparse_probs(image), rules, req.claim))
+        probs = sparse_probs(image)
+
+        def solve():
+            with _slot(slots):
+                return CellDebate(probs, rules, req.claim)
+
+        game = games_cache.get((_image_key(image), rules, req.claim), solve)
         turns = [list(t) for t in req.turns]
-        game.position(turns)  # illegal turns fail before any AI move
+        with _illegal():
+            game.position(turns)  # illegal turns fail before any AI move
         ai_move = None
         moves = rules.moves
         if req.play and len(turns) < len(moves):
@@ -333,11 +389,8 @@ def create_app(models: DemoModels) -> FastAPI:
             ai_move = [int(c) for c in game.ai_move(turns, rng)]
             turns.append(ai_move)
         done = len(turns) == len(moves)
-        class_values = game.class_values()
-        liars = [c for c in range(10) if c != req.label]
         return {
             "claim": game.claim, "b_class": game.b_class, "value": game.value,
-            "suggested_lie": int(max(liars, key=lambda c: class_values[c])),
             "turns": turns, "moves": list(moves),
             "next": None if done else ("A" if len(turns) % 2 == 0 else "B"),
             "done": done, "ai_move": ai_move,

@@ -3,7 +3,7 @@
 
 const $ = (id) => document.getElementById(id);
 const SIDE = 28;
-const COLORS = { honest: "#2f6fe0", liar: "#e0463a", A: "#2f6fe0", B: "#e08a1e" };
+const COLORS = { honest: "#2f6fe0", liar: "#e0463a", A: "#2f6fe0", B: "#e08a1e", p1: "#8e44ad", p2: "#16a085" };
 
 const app = {
   info: null,
@@ -244,10 +244,13 @@ async function startDebate() {
       claim: role === "honest" ? game.truth : role === "liar" ? Number($("cell-lie").value) : null,
     });
   }
+  app.auto = false;  // a running auto-play belongs to the previous game
   app.game = game;
   $("verdict").hidden = true;
   $("judge-panel").hidden = true;
-  game.state = await request(game, false);
+  const state = await request(game, false);
+  if (app.game !== game) return;  // replaced by a newer debate meanwhile
+  game.state = state;
   render();
   if (role === "spectator" || role === "judge" || !isHumanTurn()) await autoPlay();
 }
@@ -273,17 +276,25 @@ async function step() {
 }
 
 async function autoPlay() {
+  const g = app.game;
+  if (!g || !g.state || app.looping === g) return;
   app.auto = true;
+  app.looping = g;  // one loop per game
   try {
-    while (app.auto && app.game && !app.game.state.done && !isHumanTurn()) {
+    while (app.auto && app.game === g && !g.state.done && !isHumanTurn()) {
       await step();
       await new Promise((r) => setTimeout(r, 250));
     }
-  } catch (err) { showError(err); } finally { app.auto = false; }
+  } catch (err) { if (app.game === g) showError(err); } finally {
+    if (app.looping === g) app.looping = null;
+    if (app.game === g) app.auto = false;
+  }
 }
 
 async function humanMove(move) {
   const g = app.game;
+  if (app.busy) return;
+  app.busy = true;
   try {
     if (g.kind === "pixels") {
       const s = await request({ ...g, moves: [...g.moves, move] }, false);
@@ -296,9 +307,10 @@ async function humanMove(move) {
       g.selected = new Set();
     }
     showError(null);
-    render();
-    await autoPlay();
-  } catch (err) { showError(err); }
+  } catch (err) { showError(err); return; } finally { app.busy = false; }
+  if (g !== app.game) return;
+  render();
+  await autoPlay();
 }
 
 function setStatus(text) { $("status").textContent = text; }
@@ -326,12 +338,25 @@ function boardClick(ev) {
 $("full").addEventListener("click", boardClick);
 $("reveal").addEventListener("click", () => {
   const g = app.game;
-  if (g && g.kind === "cells" && isHumanTurn()) humanMove([...g.selected].sort((a, b) => a - b));
+  if (g && g.kind === "cells" && isHumanTurn() && !app.busy) humanMove([...g.selected].sort((a, b) => a - b));
 });
 
 function playerOfTurn(g, t) {
   if (g.kind === "pixels") return g.state.movers[t];
   return t % 2 === 0 ? "A" : "B";
+}
+
+// While a person judges the pixel game, players go by their claims, in neutral colours, so
+// nothing on the page says which one is honest.
+function judging(g) { return g.role === "judge" && !g.judged; }
+function sideKey(g, who) {
+  if (g.kind !== "pixels" || !judging(g)) return who;
+  const claim = who === "honest" ? g.honest : g.liar;
+  return claim === Math.min(g.honest, g.liar) ? "p1" : "p2";
+}
+function sideName(g, who) {
+  if (g.kind !== "pixels" || !judging(g)) return who;
+  return `claims ${who === "honest" ? g.honest : g.liar}`;
 }
 
 function render() {
@@ -348,7 +373,7 @@ function render() {
     const fctx = full.getContext("2d");
     const u = full.width / SIDE;
     s.moves.forEach((p, t) => {
-      const color = COLORS[s.movers[t]];
+      const color = COLORS[sideKey(g, s.movers[t])];
       const x = (p % SIDE) * u;
       const y = Math.floor(p / SIDE) * u;
       const v = g.image[p];
@@ -396,6 +421,7 @@ function render() {
       }
     }
   }
+  $("truth").closest("label").hidden = judging(g);
   renderClaims(g);
   renderMoves(g);
   const human = humanSide(g);
@@ -425,8 +451,8 @@ function blank(canvas, text) {
 function renderClaims(g) {
   const box = $("claims");
   if (g.kind === "pixels") {
-    if (g.role === "judge" && !g.judged) {
-      box.innerHTML = `Claims: <b>${Math.min(g.honest, g.liar)}</b> or <b>${Math.max(g.honest, g.liar)}</b> (who is honest is hidden)`;
+    if (judging(g)) {
+      box.innerHTML = `<span class="p1">one player claims ${Math.min(g.honest, g.liar)}</span> · <span class="p2">the other ${Math.max(g.honest, g.liar)}</span> (who is honest is hidden)`;
     } else {
       box.innerHTML = `<span class="honest">honest claims ${g.honest}</span> · <span class="liar">liar claims ${g.liar}</span>`;
     }
@@ -446,9 +472,9 @@ function renderMoves(g) {
   items.forEach((m, t) => {
     const who = playerOfTurn(g, t);
     const li = document.createElement("li");
-    li.className = who;
+    li.className = sideKey(g, who);
     li.textContent = g.kind === "pixels"
-      ? `${who}: pixel (${Math.floor(m / SIDE)}, ${m % SIDE})`
+      ? `${sideName(g, who)}: pixel (${Math.floor(m / SIDE)}, ${m % SIDE})`
       : `${who}: cell${m.length > 1 ? "s" : ""} ${m.map((c) => `(${Math.floor(c / g.state.grid)}, ${c % g.state.grid})`).join(" ")}`;
     list.appendChild(li);
   });
