@@ -44,12 +44,12 @@ def main() -> None:
     rows = list(groups.values())
     for m in rows:
         print(
-            f"K={m['pixels']} agent={m['agent']:6s} rollouts={m['rollouts']:6d} "
+            f"K={m['pixels']} agent={m['agent']:6s} rollouts={m['rollouts'] or '-':>6} "
             f"images={m['n_images']:4d} first={m['first']:6s} "
             f"precommit={100 * m['honest_win_rate_precommit']:.1f} "
             f"no_precommit={100 * m.get('honest_win_rate_no_precommit', float('nan')):.1f}"
         )
-    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    fig, ax = plt.subplots(figsize=(7.5, 4.6))
     for k, colour in ((6, "tab:blue"), (4, "tab:orange")):
         mcts = sorted(
             (m for m in rows if m["pixels"] == k and m["agent"] == "mcts"),
@@ -85,11 +85,14 @@ def main() -> None:
             if m["pixels"] == k and m["agent"] != "mcts":
                 ax.axhline(100 * m["honest_win_rate_precommit"], color=colour, ls=":", lw=1)
                 ax.text(
-                    1.05,
-                    100 * m["honest_win_rate_precommit"] + 0.6,
-                    f"K={k} {m['agent']} ({m['n_images']} images)",
+                    0.99,
+                    100 * m["honest_win_rate_precommit"] - 2.2,
+                    f"K={k} {m['agent']}, {m['n_images']} images: "
+                    f"{100 * m['honest_win_rate_precommit']:.1f}",
                     fontsize=8,
                     color=colour,
+                    ha="right",
+                    transform=ax.get_yaxis_transform(),
                 )
         published = {6: 88.9, 4: 85.2}[k]
         ax.axhline(published, color=colour, ls="--", lw=1)
@@ -105,7 +108,7 @@ def main() -> None:
     ax.set_xlabel("MCTS rollouts per move")
     ax.set_ylabel("honest wins, precommit (% of images)")
     ax.set_title("2018 pixel debate: liar moves first, both agents equal")
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=7, loc="lower left")
     fig.tight_layout()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(args.out, dpi=130)
