@@ -32,6 +32,17 @@ def mnist(data_root):
 
 
 @pytest.fixture
+def one_torch_thread():
+    """Tiny tensors: extra intra-op threads only add contention on a busy machine."""
+    import torch
+
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
+@pytest.fixture
 def cache(tmp_path, monkeypatch) -> Path:
     path = tmp_path / "cache"
     monkeypatch.setenv("DEBATELAB_CACHE", str(path))
@@ -59,10 +70,10 @@ def demo_judges(data_root, mnist, tmp_path_factory):
 def demo_models(data_root, mnist, demo_judges):
     """What `debatelab serve` runs on, built from :func:`demo_judges`."""
     from debatelab.data import load_raw
-    from debatelab.web.models import DemoModels
+    from debatelab.web.models import DemoModels, train_command
 
     images, labels = load_raw("mnist", "test", data_root)
-    missing = {f"pixel{k}": f"debatelab train --kind pixel --pixels {k}" for k in (2, 3, 5, 6)}
+    missing = {f"pixel{k}": train_command(f"pixel{k}") for k in (2, 3, 5, 6)}
     return DemoModels(demo_judges["gold"].model, demo_judges["sparse"].model, mnist.channel_mean,
                       mnist.channel_std, images, labels, {4: demo_judges["pixel4"].model},
                       missing)  # fmt: skip

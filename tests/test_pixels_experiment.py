@@ -12,13 +12,7 @@ from debatelab.cli_pixels import pixels
 from debatelab.experiments import pixels as experiment
 from debatelab.judges.pixel import PixelTrainConfig, TrainedPixelJudge, make_pixel_model
 
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture

@@ -28,14 +28,7 @@ from debatelab.judges.pixel import (
 )
 from debatelab.policies import TopK
 
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny tensors: extra intra-op threads only add contention on a busy machine."""
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 class PixelSum(nn.Module):

@@ -14,14 +14,7 @@ from debatelab.games.agents import (
 from debatelab.games.pixels import PixelRules, liar_games, play
 from debatelab.judges.pixel import PixelJudge
 
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny tensors: extra intra-op threads only add contention on a busy machine."""
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def random_judge(seed: int) -> PixelJudge:

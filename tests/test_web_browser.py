@@ -90,6 +90,16 @@ def _wait_for_my_turn(page):
     page.wait_for_function("document.getElementById('status').textContent.startsWith('Your move')")
 
 
+def _start_pixel_game(page, role: str, rollouts: int, first: str = "liar"):
+    """A K = 4 pixel debate on a random test image with MCTS agents of ``rollouts``."""
+    _random_image(page)
+    _debate_tab(page, "pixels", role)
+    page.fill("#rollouts", str(rollouts))
+    page.locator("#k").fill("4")
+    page.select_option("#first", first)
+    page.click("#start")
+
+
 def _debate_tab(page, game, role):
     page.click("#tab-debate")
     page.select_option("#game", game)
@@ -97,11 +107,7 @@ def _debate_tab(page, game, role):
 
 
 def test_spectator_pixel_debate_reaches_a_verdict(page):
-    _random_image(page)
-    _debate_tab(page, "pixels", "spectator")
-    page.fill("#rollouts", "20")
-    page.locator("#k").fill("4")
-    page.click("#start")
+    _start_pixel_game(page, "spectator", 20)
     page.wait_for_selector("#winner", timeout=60_000)
     assert page.locator("#moves li").count() == 4
     assert page.locator("#winner").get_attribute("data-winner") in ("honest", "liar")
@@ -120,12 +126,7 @@ def test_spectator_cell_debate_reaches_a_verdict(page):
 
 
 def test_play_the_honest_side_of_the_pixel_game(page):
-    _random_image(page)
-    _debate_tab(page, "pixels", "honest")
-    page.fill("#rollouts", "20")
-    page.locator("#k").fill("4")
-    page.select_option("#first", "liar")
-    page.click("#start")
+    _start_pixel_game(page, "honest", 20, first="liar")
     _wait_for_my_turn(page)
     assert page.locator("#moves li.liar").count() == 1  # the AI liar moved first
     # click the brightest pixel that is not revealed yet
@@ -179,11 +180,7 @@ def test_about_tab(page):
 
 
 def test_judge_the_pixel_game_without_being_told_who_is_honest(page):
-    _random_image(page)
-    _debate_tab(page, "pixels", "judge")
-    page.fill("#rollouts", "10")
-    page.locator("#k").fill("4")
-    page.click("#start")
+    _start_pixel_game(page, "judge", 10)
     page.wait_for_selector("#judge-buttons button")
     moves = page.locator("#moves").text_content()
     claims = page.locator("#claims").text_content()

@@ -9,6 +9,11 @@ import click
 from .cli_common import friendly_errors, path_options
 
 
+def _judge_seed_option(func):
+    return click.option("--seed", type=int, default=0, show_default=True,
+                        help="Which cached judges to use (their training seed).")(func)  # fmt: skip
+
+
 @click.command()
 @click.option(
     "--host",
@@ -23,13 +28,7 @@ from .cli_common import friendly_errors, path_options
     show_default=True,
     help="TCP port.",
 )
-@click.option(
-    "--seed",
-    type=int,
-    default=0,
-    show_default=True,
-    help="Which cached judges to serve (their training seed).",
-)
+@_judge_seed_option
 @path_options
 @friendly_errors
 def serve(host, port, seed, data_dir, cache_dir):
@@ -68,13 +67,7 @@ def serve(host, port, seed, data_dir, cache_dir):
               type=click.Path(dir_okay=False, exists=True, path_type=Path),
               help="Export this judge checkpoint (.pt from the cache; repeatable) instead of the "
                    "cached MNIST judges.")  # fmt: skip
-@click.option(
-    "--seed",
-    type=int,
-    default=0,
-    show_default=True,
-    help="Which cached judges to export (their training seed).",
-)
+@_judge_seed_option
 @path_options
 @friendly_errors
 def export_onnx(out, checkpoints, seed, data_dir, cache_dir):

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..policies import as_policy
 from .grid import all_masks, rank_masks
-from .lines import claim_column, move_weights, node_values, root_claims
+from .lines import claim_column, move_weights, node_values, root_claims, sym_reply
 from .solver import RULES
 from .tables import game_tables
 
@@ -71,10 +71,7 @@ class CellDebate:
             if not 0 <= claim < self.n_classes:
                 raise ValueError(f"claim must be a class in 0..{self.n_classes - 1}, got {claim}")
             self.claim = int(claim)
-            self.b_class = None
-            if rules.rule == "sym":
-                row = root.reshape(self.n_classes, self.n_classes)[claim]
-                self.b_class = int(row.argmin())
+            self.b_class = sym_reply(root, claim, self.n_classes) if rules.rule == "sym" else None
         self.column = claim_column(self.claim, self.b_class, rules.rule, self.n_classes)
 
     @property

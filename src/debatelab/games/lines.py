@@ -14,7 +14,7 @@ import numpy as np
 from ..policies import as_policy, child_weights
 from .grid import all_masks
 from .ranked import RankedChildren, resolve
-from .solver import RULES, leaf_columns, normalise_capability
+from .solver import RULES, _claims, leaf_columns, normalise_capability
 from .tables import GameTables, check_game, game_tables
 
 
@@ -43,14 +43,15 @@ def node_values(
 
 
 def root_claims(root: np.ndarray, rule: str, n_classes: int) -> tuple[int, int | None]:
-    """A's exact claim (and B's class under ``sym``) from root values ``(n_columns,)``; the
-    first class wins exact ties, as in the solver."""
-    if rule == "sym":
-        v = root.reshape(n_classes, n_classes)
-        b_star = v.argmin(axis=1)
-        claim = int(v[np.arange(n_classes), b_star].argmax())
-        return claim, int(b_star[claim])
-    return int(root.argmax()), None
+    """A's exact claim (and B's class under ``sym``) from root values ``(n_columns,)``, by the
+    solver's rule (first class on exact ties)."""
+    claim = int(_claims(root[None, None], None, rule, n_classes)[0][0, 0])
+    return claim, (sym_reply(root, claim, n_classes) if rule == "sym" else None)
+
+
+def sym_reply(root: np.ndarray, claim: int, n_classes: int) -> int:
+    """B's exact class under ``sym`` against A's ``claim`` (first class on ties)."""
+    return int(root.reshape(n_classes, n_classes)[claim].argmin())
 
 
 def claim_column(claim: int, b_class: int | None, rule: str, n_classes: int) -> int:

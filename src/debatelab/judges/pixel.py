@@ -9,10 +9,8 @@ shared with the cell-grid judges (:func:`debatelab.judges.train.fit_classifier`)
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +18,7 @@ import torch
 
 from ..data import load_raw
 from .cnn import JudgeCNN
-from .train import _load, cached_judge, fit_classifier
+from .train import _load, cached_judge, fit_classifier, settings_key
 
 PIXEL_FORMAT = "debatelab-pixel-judge/1"
 SIDE = 28
@@ -59,9 +57,7 @@ class PixelTrainConfig:
 
     def key(self) -> str:
         """Cache key: pixels, seed and a hash of every setting."""
-        blob = json.dumps(asdict(self), sort_keys=True, default=list)
-        digest = hashlib.sha256(blob.encode()).hexdigest()[:12]
-        return f"mnist-pixel{self.pixels}-s{self.seed}-{digest}"
+        return settings_key(f"mnist-pixel{self.pixels}-s{self.seed}", self)
 
 
 def pixel_values(images: np.ndarray | torch.Tensor) -> torch.Tensor:

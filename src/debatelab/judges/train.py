@@ -66,9 +66,14 @@ class TrainConfig:
 
     def key(self) -> str:
         """Cache key: variant, kind, seed and a hash of every setting."""
-        blob = json.dumps(asdict(self), sort_keys=True, default=list)
-        digest = hashlib.sha256(blob.encode()).hexdigest()[:12]
-        return f"{self.variant}-{self.kind}-s{self.seed}-{digest}"
+        return settings_key(f"{self.variant}-{self.kind}-s{self.seed}", self)
+
+
+def settings_key(prefix: str, config) -> str:
+    """``prefix`` and a short hash of every field of the dataclass ``config``: a cache key that
+    changes whenever any setting does."""
+    blob = json.dumps(asdict(config), sort_keys=True, default=list)
+    return f"{prefix}-{hashlib.sha256(blob.encode()).hexdigest()[:12]}"
 
 
 @dataclass

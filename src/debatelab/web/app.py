@@ -60,14 +60,6 @@ Capability = Annotated[StrictInt, Field(ge=1, le=10**6)] | Annotated[str, Field(
 Seed = Annotated[StrictInt, Field(ge=0, lt=2**32)]
 
 
-def _check_image(v: list[float]) -> list[float]:
-    if len(v) != N_PIXELS:
-        raise ValueError(f"must hold {N_PIXELS} numbers (a 28x28 canvas, row by row), got {len(v)}")
-    if not all(math.isfinite(x) and 0.0 <= x <= 1.0 for x in v):
-        raise ValueError("pixel values must be finite numbers in [0, 1]")
-    return v
-
-
 class ImageRequest(BaseModel):
     image: list[Pixel]
     """The 28x28 canvas, row-major, values in [0, 1] (ink = 1)."""
@@ -75,7 +67,13 @@ class ImageRequest(BaseModel):
     @field_validator("image")
     @classmethod
     def _image(cls, v):
-        return _check_image(v)
+        if len(v) != N_PIXELS:
+            raise ValueError(
+                f"must hold {N_PIXELS} numbers (a 28x28 canvas, row by row), got {len(v)}"
+            )
+        if not all(math.isfinite(x) and 0.0 <= x <= 1.0 for x in v):
+            raise ValueError("pixel values must be finite numbers in [0, 1]")
+        return v
 
 
 class ClassifyRequest(ImageRequest):
@@ -249,7 +247,6 @@ def create_app(models: DemoModels) -> FastAPI:
     probs_cache = _LRU(64)  # all-mask probabilities per image (1 MB each)
     games_cache = _LRU(8)  # solved cell games per image and settings (up to 53 MB under sym)
     slots = threading.BoundedSemaphore(HEAVY_SLOTS)
-    app.state.caches = {"probs": probs_cache, "games": games_cache}
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError):
@@ -321,8 +318,6 @@ def create_app(models: DemoModels) -> FastAPI:
         if models.sparse is not None:
             probs = sparse_probs(image)
             out["sparse"] = probs.astype(np.float64).mean(axis=0).tolist()
-            best = probs.max(axis=0)
-            out["sparse_best_view"] = best.astype(np.float64).tolist()
         out["missing"] = {k: v for k, v in models.missing.items() if k in ("gold", "sparse")}
         return out
 

@@ -8,7 +8,6 @@ are already cached, and names the command that makes each missing one.
 from __future__ import annotations
 
 import os
-import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -49,7 +48,6 @@ class DemoModels:
     image_size: int = 18
     grid: int = 6
     reveal: int = 4
-    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def prepare(self, images: np.ndarray) -> torch.Tensor:
         """Images ``(N, 28, 28)`` in [0, 1] as the cell judges see them: resized, standardised."""
@@ -62,8 +60,13 @@ class DemoModels:
         return x[0, 0].clamp(0, 1).numpy()
 
 
-def _missing_pixel(k: int) -> str:
-    return f"debatelab train --kind pixel --pixels {k}"
+def train_command(name: str, seed: int = 0) -> str:
+    """The command that makes judge ``name`` (``gold``, ``sparse``, ``pixel6``, ...)."""
+    if name.startswith("pixel"):
+        command = f"debatelab train --kind pixel --pixels {int(name[5:])}"
+    else:
+        command = f"debatelab train --kind {name}"
+    return command + (f" --seed {seed}" if seed else "")
 
 
 def load_demo_models(
@@ -74,7 +77,7 @@ def load_demo_models(
     """The cached MNIST judges of ``seed`` and the MNIST data; nothing is trained."""
     train_images, _ = load_raw("mnist", "train", data_dir)
     test_images, test_labels = load_raw("mnist", "test", data_dir)
-    mean, std = channel_stats(resize(train_images, 18))
+    mean, std = channel_stats(resize(train_images, DemoModels.image_size))
     folder = cache_dir(cache) / "judges"
     setup = JudgeSetupConfig(seed=seed)
     found: dict[str, JudgeCNN | None] = {}
@@ -83,22 +86,18 @@ def load_demo_models(
         path = folder / f"{setup.judge_config(kind).key()}.pt"
         found[kind] = load_checkpoint(path).model if path.exists() else None
         if found[kind] is None:
-            missing[kind] = f"debatelab train --kind {kind}" + (f" --seed {seed}" if seed else "")
+            missing[kind] = train_command(kind, seed)
     pixel = {}
     for k in range(PIXEL_RANGE[0], PIXEL_RANGE[1] + 1):
         path = folder / f"{PixelTrainConfig(pixels=k, seed=seed).key()}.pt"
         if path.exists():
             pixel[k] = load_pixel_checkpoint(path).model
         else:
-            missing[f"pixel{k}"] = _missing_pixel(k) + (f" --seed {seed}" if seed else "")
+            missing[f"pixel{k}"] = train_command(f"pixel{k}", seed)
     return DemoModels(found["gold"], found["sparse"], mean, std, test_images, test_labels,
                       pixel, missing)  # fmt: skip
 
 
 def missing_command(models: DemoModels, name: str) -> str:
-    """The command that makes model ``name`` (``gold``, ``sparse``, ``pixel6``, ...)."""
-    if name in models.missing:
-        return models.missing[name]
-    if name.startswith("pixel"):
-        return _missing_pixel(int(name[5:]))
-    return f"debatelab train --kind {name}"
+    """The command that makes model ``name``, as recorded when the models were loaded."""
+    return models.missing.get(name) or train_command(name)
