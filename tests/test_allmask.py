@@ -10,7 +10,7 @@ import torch
 
 from debatelab import JudgeCNN
 from debatelab.errors import CacheError
-from debatelab.games.grid import Grid, all_masks, masks_to_bool
+from debatelab.geometry import Grid, all_masks, masks_to_bool
 from debatelab.judges.allmask import all_mask_probs
 from debatelab.judges.columns import column_hits
 from debatelab.store import dump_all_mask_probs, open_store, parse_image_range

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from debatelab.games.grid import Grid, all_masks, masks_to_bool, rank_masks, unrank_masks
+from debatelab.geometry import Grid, all_masks, masks_to_bool, rank_masks, unrank_masks
 
 
 @pytest.mark.parametrize("n,r", [(36, 4), (36, 2), (9, 3), (7, 0), (5, 5), (12, 1)])

@@ -8,7 +8,7 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from debatelab.cli_pixels import pixels
+from debatelab.cli import main
 from debatelab.experiments import pixels as experiment
 from debatelab.judges.pixel import PixelTrainConfig, TrainedPixelJudge, make_pixel_model
 
@@ -35,7 +35,7 @@ def stand_ins(monkeypatch):
 def test_pixels_command_writes_a_run_folder_and_resumes(stand_ins, tmp_path, monkeypatch):
     out = tmp_path / "run"
     args = ["--pixels", "2", "--rollouts", "3", "--images", "0:4", "--out", str(out), "--quiet"]
-    result = CliRunner().invoke(pixels, args)
+    result = CliRunner().invoke(main, ["pixels", *args])
     assert result.exit_code == 0, result.output
     metrics = json.loads((out / "metrics.json").read_text())
     for key in ("judge_accuracy", "honest_win_rate_precommit", "honest_win_rate_no_precommit"):
@@ -56,7 +56,7 @@ def test_pixels_command_writes_a_run_folder_and_resumes(stand_ins, tmp_path, mon
     assert (out / "manifest.json").exists() and (out / "report.md").exists()
     # a rerun into the same folder replays nothing: every chunk is stored
     monkeypatch.setattr(experiment, "play", lambda *a, **k: pytest.fail("replayed a chunk"))
-    again = CliRunner().invoke(pixels, args)
+    again = CliRunner().invoke(main, ["pixels", *args])
     assert again.exit_code == 0, again.output
     assert (
         json.loads((out / "metrics.json").read_text())["honest_win_rate_precommit"]
@@ -65,7 +65,7 @@ def test_pixels_command_writes_a_run_folder_and_resumes(stand_ins, tmp_path, mon
 
 
 def test_pixels_command_rejects_bad_input(stand_ins, tmp_path):
-    result = CliRunner().invoke(pixels, ["--images", "5:2", "--out", str(tmp_path / "r")])
+    result = CliRunner().invoke(main, ["pixels", "--images", "5:2", "--out", str(tmp_path / "r")])
     assert result.exit_code != 0 and "image range" in result.output
     with pytest.raises(ValueError, match="agent"):
         experiment.PixelExperimentConfig(agent="oracle")
@@ -76,7 +76,7 @@ def test_policy_agents_run_the_experiment(stand_ins, tmp_path):
         out = tmp_path / agent
         args = ["--agent", agent, "--pixels", "2", "--images", "0:3", "--out", str(out),
                 "--quiet", "--skip-no-precommit"]  # fmt: skip
-        result = CliRunner().invoke(pixels, args)
+        result = CliRunner().invoke(main, ["pixels", *args])
         assert result.exit_code == 0, result.output
         metrics = json.loads((out / "metrics.json").read_text())
         assert "honest_win_rate_no_precommit" not in metrics and metrics["rollouts"] is None

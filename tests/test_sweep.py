@@ -135,7 +135,7 @@ def test_frozen_judge_sweep_writes_the_run_folder(tiny, tmp_path):
 
 
 def test_cli_sweep_rejects_bad_workers():
-    from debatelab.cli_sweep import sweep
+    from debatelab.cli import main
 
-    result = CliRunner().invoke(sweep, ["--workers", "0"])
+    result = CliRunner().invoke(main, ["sweep", "--workers", "0"])
     assert result.exit_code != 0 and "--workers" in result.output

@@ -5,14 +5,15 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from debatelab.cli_bon import bon, parse_ints
+from debatelab.cli import main
+from debatelab.cli_common import parse_ints
 from debatelab.text.readers import write_pools
 from debatelab.text.synthetic import SyntheticConfig, synthetic_pools
 
 
 def test_demo_writes_a_run_folder(tmp_path):
     out = tmp_path / "run"
-    result = CliRunner().invoke(bon, ["--demo", "--demo-questions", "4", "--demo-sizes", "6x5x3",
+    result = CliRunner().invoke(main, ["bon", "--demo", "--demo-questions", "4", "--demo-sizes", "6x5x3",
                                       "--n", "1:4", "--m", "1,3", "--r", "1,2", "--ref-n", "3",
                                       "--replicates", "30", "--out", str(out), "--quiet"])  # fmt: skip
     assert result.exit_code == 0, result.output
@@ -34,15 +35,15 @@ def test_pool_file_and_friendly_errors(tmp_path):
                           control=False)  # fmt: skip
     path = write_pools(synthetic_pools(cfg, 0), tmp_path / "pools.csv")
     out = tmp_path / "run"
-    result = CliRunner().invoke(bon, [str(path), "--n", "1,2,5", "--m", "1", "--replicates", "10",
+    result = CliRunner().invoke(main, ["bon", str(path), "--n", "1,2,5", "--m", "1", "--replicates", "10",
                                       "--out", str(out), "--quiet"])  # fmt: skip
     assert result.exit_code == 0, result.output
     assert not (out / "meshes.png").exists()  # a single critic policy draws no mesh
     bad = tmp_path / "bad.csv"
     bad.write_text("question_id,proposal_id,score,correct\nq,p,1.5,1\n")
-    result = CliRunner().invoke(bon, [str(bad), "--quiet", "--out", str(tmp_path / "x")])
+    result = CliRunner().invoke(main, ["bon", str(bad), "--quiet", "--out", str(tmp_path / "x")])
     assert result.exit_code != 0 and "outside [0, 1]" in result.output
-    result = CliRunner().invoke(bon, ["--quiet"])
+    result = CliRunner().invoke(main, ["bon", "--quiet"])
     assert result.exit_code != 0 and "POOLS file or --demo" in result.output
 
 

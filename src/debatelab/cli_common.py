@@ -1,13 +1,20 @@
-"""Pieces shared by the command-line modules."""
+"""Command-line pieces: error handling, path options, and experiment commands generated from
+their config dataclasses (each option's name, type, default and help come from the dataclass
+field and its docstring, so they are written once)."""
 
 from __future__ import annotations
 
 import functools
+import typing
 from pathlib import Path
 
 import click
 
+from .configs import ConfigField, config_fields, config_from_flat, literal_choices
 from .errors import DebatelabError
+
+#: Errors that mean bad input: shown as one message, not a traceback.
+USER_ERRORS = (DebatelabError, ValueError, FileNotFoundError)
 
 
 def friendly_errors(func):
@@ -17,7 +24,7 @@ def friendly_errors(func):
     def wrapper(*args, **kwargs):
         try:
             return func(*args, **kwargs)
-        except (DebatelabError, ValueError, FileNotFoundError) as exc:
+        except USER_ERRORS as exc:
             raise click.ClickException(str(exc)) from exc
 
     return wrapper
@@ -34,3 +41,121 @@ def path_options(func):
         "--data-dir", type=click.Path(file_okay=False, path_type=Path),
         help="Dataset root (default: $DEBATELAB_DATA, else ~/.cache/debatelab/data).",
     )(func)  # fmt: skip
+
+
+def parse_ints(text: str, name: str) -> tuple[int, ...]:
+    """'1:20' (inclusive range), '1:20:2' (with a step) or '1,2,5,10'."""
+    try:
+        if ":" in text:
+            parts = [int(p) for p in text.split(":")]
+            if len(parts) not in (2, 3):
+                raise ValueError
+            lo, hi, step = (*parts, 1) if len(parts) == 2 else parts
+            values = tuple(range(lo, hi + 1, step))
+        else:
+            values = tuple(int(p) for p in text.split(",") if p.strip())
+    except ValueError:
+        raise click.BadParameter(f"{text!r}: use 'a:b', 'a:b:step' or 'a,b,c'",
+                                 param_hint=name) from None  # fmt: skip
+    if not values or min(values) < 1:
+        raise click.BadParameter(f"{text!r}: needs positive integers", param_hint=name)
+    return values
+
+
+def format_ints(values) -> str:
+    """The shortest of 'a:b', 'a:b:step' and 'a,b,c' for a tuple of ints."""
+    values = tuple(values)
+    if len(values) > 2:
+        step = values[1] - values[0]
+        if step > 0 and values == tuple(range(values[0], values[-1] + 1, step)):
+            return f"{values[0]}:{values[-1]}" + (f":{step}" if step > 1 else "")
+    return ",".join(str(v) for v in values)
+
+
+class _IntTuple(click.ParamType):
+    name = "ints"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, tuple):
+            return value
+        return parse_ints(str(value), param.opts[0] if param else "value")
+
+
+class _StrTuple(click.ParamType):
+    name = "names"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, tuple):
+            return value
+        return tuple(x.strip() for x in str(value).split(",") if x.strip())
+
+
+def _click_type(f: ConfigField):
+    tp = f.type
+    choices = f.metadata.get("choices") or literal_choices(tp)
+    if choices:
+        return click.Choice([str(c) for c in choices])
+    if tp is int and ("min" in f.metadata or "max" in f.metadata):
+        return click.IntRange(f.metadata.get("min"), f.metadata.get("max"))
+    if typing.get_origin(tp) is tuple:
+        return _IntTuple() if typing.get_args(tp)[0] is int else _StrTuple()
+    if tp is Path:
+        return click.Path(path_type=Path)
+    return {int: int, float: float, str: str}.get(tp, str)
+
+
+def _shown_default(f: ConfigField):
+    if isinstance(f.default, tuple):
+        return format_ints(f.default) if all(isinstance(v, int) for v in f.default) \
+            else ",".join(map(str, f.default))  # fmt: skip
+    return f.default
+
+
+def config_param(f: ConfigField) -> click.Parameter:
+    """The click option (or argument) of one config field."""
+    if f.metadata.get("argument"):
+        return click.Argument([f.name], required=False, type=_click_type(f))
+    dashed = "--" + f.name.replace("_", "-")
+    if f.type is bool:
+        decl = f.metadata.get("flag") or (f"{dashed}/--no-{dashed[2:]}" if f.default else dashed)
+        return click.Option([decl, f.name], default=f.default, show_default=bool(f.default),
+                            help=f.help)  # fmt: skip
+    decl = f.metadata.get("flag", dashed)
+    default = None if f.default is None else _shown_default(f)
+    return click.Option([decl, f.name], type=_click_type(f), default=default,
+                        show_default=default is not None, help=f.help)  # fmt: skip
+
+
+def experiment_command(name: str, config_cls: type, run, help_text: str) -> click.Command:
+    """A command that builds ``config_cls`` from its options, opens a run folder (refusing a
+    folder that holds other settings unless ``--force``) and calls ``run(config, folder)``."""
+    from .report.runs import RunFolder, default_run_dir
+
+    settings = [f for f in config_fields(config_cls) if f.metadata.get("cli", True)]
+    params = [config_param(f) for f in settings]
+    params += [
+        click.Option(["--out"], type=click.Path(file_okay=False, path_type=Path),
+                     help=f"Run folder (default: runs/<timestamp>-{name}); rerun into it with "
+                          "the same settings to resume."),
+        click.Option(["--force"], is_flag=True,
+                     help="Start afresh in --out even if it holds a run with other settings."),
+        click.Option(["--quiet"], is_flag=True, help="No progress bars."),
+    ]  # fmt: skip
+
+    @path_options
+    def callback(data_dir, cache_dir, out, force, quiet, **values):
+        try:
+            config = config_from_flat(config_cls, values)
+            folder = RunFolder(out or default_run_dir(name), name, config,
+                               device=getattr(config, "device", "cpu"), force=force,
+                               data_dir=data_dir, cache_dir=cache_dir, progress=not quiet,
+                               echo=click.echo)  # fmt: skip
+            metrics = run(config, folder)
+        except USER_ERRORS as exc:
+            raise click.ClickException(str(exc)) from exc
+        folder.finish(metrics)
+        click.echo(str(folder.path))
+
+    params = callback.__click_params__[::-1] + params  # the two path options
+    return click.Command(name, params=params, callback=callback, help=help_text,
+                         context_settings={"help_option_names": ["-h", "--help"]})  # fmt: skip

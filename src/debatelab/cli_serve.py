@@ -97,26 +97,24 @@ def _checkpoint_jobs(paths):
     from dataclasses import asdict
 
     from .errors import CacheError
-    from .judges import load_checkpoint
-    from .judges.pixel import load_pixel_checkpoint
+    from .judges import load_judge
 
     jobs = []
     for path in paths:
         try:
-            judge = load_checkpoint(path)
+            judge = load_judge(path)
+        except CacheError as exc:
+            raise click.ClickException(
+                f"{path} is not a debatelab judge checkpoint (cell-grid or pixel judge)"
+            ) from exc
+        if judge.family == "pixel":
+            meta = {"judge": f"pixel judge, {judge.config.pixels} random nonzero pixels",
+                    "preprocess": PIXEL_INPUT}  # fmt: skip
+        else:
             meta = {
                 "judge": f"{judge.config.kind} judge of {judge.config.variant}",
                 "preprocess": f"the {judge.config.variant} variant's (debatelab.data)",
             }
-        except CacheError:
-            try:
-                judge = load_pixel_checkpoint(path)
-            except CacheError as exc:
-                raise click.ClickException(
-                    f"{path} is not a debatelab judge checkpoint (cell-grid or pixel judge)"
-                ) from exc
-            meta = {"judge": f"pixel judge, {judge.config.pixels} random nonzero pixels",
-                    "preprocess": PIXEL_INPUT}  # fmt: skip
         jobs.append((path.stem, judge.model, {**meta, "train_config": asdict(judge.config),
                                               "checkpoint": str(path)}))  # fmt: skip
     return jobs

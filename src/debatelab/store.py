@@ -30,25 +30,56 @@ from .progress import progress as progress_bar
 STORE_FORMAT = "debatelab-allmask/1"
 
 
-def parse_image_range(spec: str, n_total: int) -> tuple[int, int]:
-    """``"all"``, ``"N"`` (the first N) or ``"start:stop"`` to a checked ``(start, stop)``."""
+def parse_images(spec: str, n_total: int) -> slice:
+    """Test images as a checked slice: ``"all"``, ``"N"`` (the first N), ``"start:stop"`` or
+    ``"start:stop:step"`` (every step-th image, e.g. ``0:10000:5`` for 2,000 evenly spaced)."""
     spec = str(spec).strip()
     try:
         if spec == "all":
-            start, stop = 0, n_total
+            start, stop, step = 0, n_total, 1
         elif ":" in spec:
-            a, b = spec.split(":", 1)
+            parts = spec.split(":")
+            if len(parts) > 3:
+                raise ValueError
+            a, b, c = (parts + ["", ""])[:3]
             start = int(a) if a else 0
             stop = int(b) if b else n_total
+            step = int(c) if c else 1
         else:
-            start, stop = 0, int(spec)
+            start, stop, step = 0, int(spec), 1
     except ValueError:
         raise ValueError(
-            f"image range {spec!r} is not 'all', 'N' or 'start:stop' (e.g. 0:1000)"
+            f"image range {spec!r} is not 'all', 'N', 'start:stop' or 'start:stop:step' "
+            "(e.g. 0:1000 or 0:10000:5)"
         ) from None
-    if not 0 <= start < stop <= n_total:
-        raise ValueError(f"image range {spec!r} must lie within 0:{n_total} and be non-empty")
-    return start, stop
+    if not 0 <= start < stop <= n_total or step < 1:
+        raise ValueError(
+            f"image range {spec!r} must lie within 0:{n_total}, be non-empty and have a step >= 1"
+        )
+    return slice(start, stop, step)
+
+
+def parse_image_range(spec: str, n_total: int) -> tuple[int, int]:
+    """``"all"``, ``"N"`` (the first N) or ``"start:stop"`` to a checked ``(start, stop)``."""
+    images = parse_images(spec, n_total)
+    if images.step != 1:
+        raise ValueError(f"image range {spec!r}: this command takes a contiguous range start:stop")
+    return images.start, images.stop
+
+
+def image_slice(attrs: dict) -> slice:
+    """The test images a store holds, from its attributes."""
+    return slice(attrs["image_start"], attrs["image_stop"], attrs.get("image_step", 1))
+
+
+def describe_images(images: slice, n_total: int) -> str:
+    """Words for a slice of the test set, e.g. "2,000 evenly spaced test images (0:10000:5)"."""
+    n = len(range(images.start, images.stop, images.step))
+    if images.step == 1 and (images.start, images.stop) == (0, n_total):
+        return f"all {n:,} test images"
+    if images.step == 1:
+        return f"{n:,} test images ({images.start}:{images.stop})"
+    return f"{n:,} evenly spaced test images ({images.start}:{images.stop}:{images.step})"
 
 
 def judge_fingerprint(model: JudgeCNN) -> str:
@@ -95,8 +126,10 @@ class AllMaskStore:
 
 
 def store_path(variant: str, judge_key: str, grid: int, reveal: int, start: int, stop: int,
-               cache=None) -> Path:  # fmt: skip
-    name = f"{judge_key}-g{grid}r{reveal}-test{start}_{stop}.zarr"
+               cache=None, step: int = 1) -> Path:  # fmt: skip
+    """The store of ``judge_key``'s probabilities on test images ``start:stop:step``: keyed by
+    every setting that determines it (the judge's own key hashes its settings)."""
+    name = f"{judge_key}-g{grid}r{reveal}-test{start}_{stop}{f'_{step}' if step > 1 else ''}.zarr"
     return cache_dir(cache) / "allmask" / variant / name
 
 

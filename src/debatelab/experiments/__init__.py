@@ -1,1 +1,48 @@
-"""Experiments: each module composes the library into one runnable study."""
+"""Experiments: each is a config dataclass (one docstring per field) and
+``run(config, run_folder) -> metrics``; the CLI generates its options from the dataclass.
+
+:data:`EXPERIMENTS` names each experiment's module and config class, and says in a line what it
+does; ``experiment(name)`` imports one.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One experiment: its config class and its ``run(config, run_folder) -> metrics``."""
+
+    name: str
+    config: type
+    run: Any
+    doc: str
+
+
+#: command name -> (module, config class, one-line summary)
+EXPERIMENTS = {
+    "run": ("table", "TableConfig",
+            "The main job: judges of a dataset variant and the reference table."),
+    "train": ("train", "TrainJudgesConfig",
+              "Train the gold classifier and/or the sparse judge, or a pixel judge (cached)."),
+    "dump": ("dump", "DumpConfig",
+             "Store the sparse judge's probabilities on every 4-cell mask of test images."),
+    "sweep": ("sweep_report", "SweepConfig",
+              "Consultancy and debate against the frozen sparse judge at every capability."),
+    "pixels": ("pixels", "PixelExperimentConfig",
+               "The sparse-pixel MNIST debate of Irving, Christiano & Amodei (2018)."),
+    "bon": ("bon", "BonExperimentConfig",
+            "Best-of-N debate proxy: worms, meshes and paired bootstrap intervals for POOLS."),
+}  # fmt: skip
+
+
+def experiment(name: str) -> Experiment:
+    """Import experiment ``name`` (one of :data:`EXPERIMENTS`)."""
+    if name not in EXPERIMENTS:
+        raise ValueError(f"unknown experiment {name!r}; choose one of {sorted(EXPERIMENTS)}")
+    module_name, config_name, _ = EXPERIMENTS[name]
+    module = importlib.import_module(f"{__name__}.{module_name}")
+    return Experiment(name, getattr(module, config_name), module.run, module.__doc__ or "")

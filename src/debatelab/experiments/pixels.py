@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import zlib
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import torch
@@ -23,6 +24,8 @@ from ..games.pixels import PixelRules, image_honest_wins, liar_games, play
 from ..judges.pixel import PixelJudge, PixelTrainConfig, get_pixel_judge, random_pixel_accuracy
 from ..policies import as_policy
 from ..progress import progress as progress_bar
+from ..report.runs import RunFolder
+from ..resume import KeyedPieces
 from ..store import parse_image_range
 
 PUBLISHED = {4: {"judge": 48.2, "debate": 85.2}, 6: {"judge": 59.4, "debate": 88.9}}
@@ -34,36 +37,40 @@ AGENTS = ("mcts", "greedy", "random")
 class PixelExperimentConfig:
     """Settings of one sparse-pixel debate run."""
 
-    pixels: int = 6
+    pixels: int = field(default=6, metadata={"min": 1, "max": 784})
     """Pixels revealed per debate and seen by the judge in training (the paper: 4 or 6)."""
-    rollouts: int = 1000
+    rollouts: int = field(default=1000, metadata={"min": 1})
     """MCTS simulations per move (the paper: 10,000)."""
     images: str = "0:500"
-    """Test images: 'all', 'N' or 'start:stop'."""
-    first: str = "liar"
-    """Who reveals the first pixel: honest or liar (default liar: the honest player moves
-    last, the order under which the published win rates are reached here)."""
+    """Test images: 'all', 'N' (the first N) or 'start:stop'."""
+    first: Literal["honest", "liar"] = "liar"
+    """Who reveals the first pixel (default liar: the honest player has the last word, the
+    order under which the published win rates are reached here)."""
     agent: str = "mcts"
     """Both players' agent: mcts, greedy (one-step lookahead), random, or a rank policy over
     one-step values such as top5 (quantiliser) or bo4 (best of 4)."""
     c_puct: float = 1.0
     """PUCT exploration weight."""
-    batch_games: int = 64
-    """Games searched in lockstep, their leaves judged in one batch."""
-    no_precommit: bool = True
+    batch_games: int = field(default=64, metadata={"min": 1})
+    """Games searched in lockstep (their leaves are judged in one batch)."""
+    no_precommit: bool = field(default=True,
+                               metadata={"flag": "--no-precommit/--skip-no-precommit"})  # fmt: skip
     """Also play the variant in which the liar names its label after the reveal."""
-    judge_seed: int = 0
-    """Seed of the judge's training."""
-    judge_epochs: int = 10
+    judge_seed: int | None = None
+    """Seed of the judge's training (default: the same as --seed)."""
+    judge_epochs: int = field(default=10, metadata={"min": 1})
     """Training epochs of the judge."""
     seed: int = 0
-    """Seed of the agents' random choices (tie-breaks, playouts); one stream per chunk."""
-    accuracy_draws: int = 5
+    """Seed of the agents' random choices (tie-breaks, playouts; one stream per chunk), and of
+    the judge's training unless --judge-seed is given."""
+    accuracy_draws: int = field(default=5, metadata={"min": 1})
     """Random nonzero-pixel masks per test image for the judge accuracy."""
     examples: int = 6
     """Example debates drawn in the figure."""
     device: str = "cpu"
     """Where the judge runs (cpu or cuda)."""
+    threads: int | None = field(default=None, compare=False, metadata={"min": 1})
+    """Torch CPU threads (default: torch's choice)."""
 
     def __post_init__(self):
         if self.agent not in AGENTS:
@@ -79,7 +86,8 @@ class PixelExperimentConfig:
             raise ValueError("rollouts, batch_games and accuracy_draws must be >= 1")
 
     def judge_config(self) -> PixelTrainConfig:
-        return PixelTrainConfig(pixels=self.pixels, seed=self.judge_seed, epochs=self.judge_epochs)
+        seed = self.seed if self.judge_seed is None else self.judge_seed
+        return PixelTrainConfig(pixels=self.pixels, seed=seed, epochs=self.judge_epochs)
 
     def make_agent(self):
         if self.agent == "greedy":
@@ -141,6 +149,17 @@ def image_win_rate(rows: list[dict]) -> float:
     return float(image_honest_wins(wins, image_of, len(images)).mean())
 
 
+def run(cfg: PixelExperimentConfig, folder: RunFolder) -> dict:
+    """The experiment shape: the whole experiment into ``folder``; returns the metrics."""
+    if cfg.threads is not None:
+        torch.set_num_threads(cfg.threads)
+    folder.seeds.update({"judge": cfg.judge_config().seed, "play": cfg.seed})
+    metrics = run_pixels(cfg, folder.path, folder.data_dir, folder.cache_dir, folder.progress)
+    shown = {k: v for k, v in metrics.items() if "rate" in k or "accuracy" in k}
+    folder.echo(json.dumps(shown, indent=2))
+    return metrics
+
+
 def run_pixels(
     cfg: PixelExperimentConfig,
     out: Path,
@@ -158,7 +177,7 @@ def run_pixels(
     acc_all = random_pixel_accuracy(judge, x_test, y_test, cfg.pixels, gen, cfg.accuracy_draws)
     acc_images = random_pixel_accuracy(judge, images, labels, cfg.pixels, gen, cfg.accuracy_draws)
     judge.evaluations = judge.calls = 0
-    chunks = out / "chunks" / play_key(cfg)
+    chunks = KeyedPieces(out / "chunks", play_settings(cfg)).folder
     rows = play_protocol(cfg, judge, images, labels, start, True, chunks, progress)
     metrics = {
         "judge_accuracy": acc_all,
@@ -261,10 +280,10 @@ def report_text(cfg: PixelExperimentConfig, m: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def play_key(cfg: PixelExperimentConfig) -> str:
-    """A hash of the settings that decide the games: stored chunks are reused only under it."""
-    fields = {k: v for k, v in asdict(cfg).items() if k not in ("examples", "accuracy_draws")}
-    return f"{zlib.crc32(json.dumps(fields, sort_keys=True).encode()):08x}"
+def play_settings(cfg: PixelExperimentConfig) -> dict:
+    """The settings that decide the games: stored chunks are reused only under their hash."""
+    skip = ("examples", "accuracy_draws", "threads")
+    return {k: v for k, v in asdict(cfg).items() if k not in skip}
 
 
 def plot_rollout_curve(

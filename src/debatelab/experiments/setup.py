@@ -3,12 +3,13 @@ dataset variant and measure them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
 from ..data import ImageData, load_variant
-from ..games.grid import Grid
+from ..data.preprocess import VARIANTS
+from ..geometry import Grid
 from ..judges import (
     TrainConfig,
     TrainedJudge,
@@ -17,19 +18,19 @@ from ..judges import (
     predict_proba,
     random_mask_accuracy,
 )
-from ..judges.columns import reference_columns
-from ..store import AllMaskStore, dump_all_mask_probs, parse_image_range, store_path
+from ..judges.columns import reference_columns, standard_error
+from ..store import AllMaskStore, dump_all_mask_probs, image_slice, parse_images, store_path
 
 
 @dataclass
 class JudgeSetupConfig:
     """Settings shared by every frozen-judge experiment on one dataset variant."""
 
-    variant: str = "mnist"
+    variant: str = field(default="mnist", metadata={"flag": "--dataset", "choices": VARIANTS})
     """Dataset variant: mnist, mnist-whitened, fashionmnist(-whitened), cifar10(-whitened)."""
     seed: int = 0
     """Seed of both judges' training."""
-    epochs: int = 10
+    epochs: int = field(default=10, metadata={"min": 1})
     """Training epochs of both judges (published: 10)."""
     grid: int = 6
     """Cells per side of the 18x18 image (published: 6, cells of 3x3 pixels)."""
@@ -92,24 +93,27 @@ def dump_store(
     setup: JudgeSetup, images: str = "all", cache=None, progress: bool = True
 ) -> AllMaskStore:
     """The sparse judge's all-mask probabilities on a slice of the test set (resumable)."""
-    start, stop = parse_image_range(images, len(setup.data.x_test))
+    sl = parse_images(images, len(setup.data.x_test))
     cfg = setup.config
-    path = store_path(cfg.variant, setup.sparse.config.key(), cfg.grid, cfg.reveal, start, stop,
-                      cache)  # fmt: skip
+    path = store_path(cfg.variant, setup.sparse.config.key(), cfg.grid, cfg.reveal, sl.start,
+                      sl.stop, cache, sl.step)  # fmt: skip
     attrs = {"variant": cfg.variant, "judge": setup.sparse.config.key(), "split": "test",
-             "image_start": start, "image_stop": stop}  # fmt: skip
+             "image_start": sl.start, "image_stop": sl.stop}  # fmt: skip
+    if sl.step > 1:  # contiguous stores keep the attributes they always had
+        attrs["image_step"] = sl.step
     return dump_all_mask_probs(
-        setup.sparse.model, setup.data.x_test[start:stop], path, cfg.grid, cfg.reveal,
+        setup.sparse.model, setup.data.x_test[sl], path, cfg.grid, cfg.reveal,
         attrs=attrs, progress=progress,
     )  # fmt: skip
 
 
 def exact_metrics(setup: JudgeSetup, store: AllMaskStore) -> dict[str, float]:
     """Gold accuracy and the exact sparse / perfect / ensemble columns on the store's images."""
-    start, stop = store.attrs["image_start"], store.attrs["image_stop"]
-    x, y = setup.data.x_test[start:stop], setup.data.y_test[start:stop].numpy()
+    sl = image_slice(store.attrs)
+    x, y = setup.data.x_test[sl], setup.data.y_test[sl].numpy()
     gold_pred = predict_proba(setup.gold.model, x).argmax(1).numpy()
-    metrics = {"gold_accuracy": float((gold_pred == y).mean())}
+    metrics = {"gold_accuracy": float((gold_pred == y).mean()),
+               "gold_accuracy_se": standard_error(gold_pred == y)}  # fmt: skip
     metrics.update(reference_columns(store.iter_chunks(), y, gold_pred))
-    metrics["n_images"] = stop - start
+    metrics["n_images"] = len(y)
     return metrics

@@ -27,6 +27,7 @@ import numpy as np
 
 from ..atomic import write_atomic
 from ..games.solver import solve_capabilities
+from ..judges.columns import standard_error
 from ..progress import progress as progress_bar
 from ..store import AllMaskStore, open_store
 
@@ -215,12 +216,17 @@ def exact_play_metrics(
 
 
 def exact_columns(res: dict[str, np.ndarray]) -> dict[str, float]:
-    """The five exact-play metrics (fractions) from combined sweep results."""
+    """The five exact-play metrics (fractions) from combined sweep results, each with its
+    standard error over images (``..._se``)."""
     out = {}
     for name in ("consultancy", "debate2", "debate4"):
-        out[f"{name}_selection_accuracy"] = float(res[f"{name}/exact_claim_correct"].mean())
+        hits = res[f"{name}/exact_claim_correct"]
+        out[f"{name}_selection_accuracy"] = float(hits.mean())
+        out[f"{name}_selection_accuracy_se"] = standard_error(hits)
     for name in ("debate2", "debate4"):
-        out[f"{name}_judge_accuracy"] = float(res[f"{name}/exact_judge_accuracy"].mean())
+        acc = res[f"{name}/exact_judge_accuracy"]
+        out[f"{name}_judge_accuracy"] = float(acc.mean())
+        out[f"{name}_judge_accuracy_se"] = standard_error(acc)
     return out
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +12,42 @@ from ..games.lines import principal_line
 from ..report.plots import capability_curves, example_plays, heat_map
 from ..report.runs import RunFolder
 from ..report.tables import setup_table
+from ..resume import KeyedPieces
+from ..store import image_slice
+from .setup import JudgeSetupConfig, dump_store, prepare_judges
 from .sweep import SweepPlan, exact_columns
+
+
+@dataclass
+class SweepConfig(JudgeSetupConfig):
+    """Settings of the frozen-judge sweep."""
+
+    images: str = "0:1000"
+    """Test images: 'all', 'N' (the first N), 'start:stop' or 'start:stop:step'."""
+    workers: int = field(default=1, compare=False, metadata={"min": 1})
+    """Processes solving image chunks in parallel."""
+
+
+def run(config: SweepConfig, folder: RunFolder) -> dict:
+    """The experiment shape: consultancy and debate against the frozen sparse judge at every
+    capability, from the cached all-mask probabilities (computed first if missing); arrays,
+    curves, heat maps, example plays, the best-capability table and a report into ``folder``.
+    An interrupted sweep resumes from its finished chunks when run again into the same folder."""
+    folder.seeds["train"] = config.seed
+    setup = prepare_judges(config, folder.data_dir, folder.cache_dir, folder.progress)
+    store = dump_store(setup, config.images, folder.cache_dir, progress=folder.progress)
+    sl = image_slice(store.attrs)
+    x = setup.data.x_test[sl]
+    metrics = frozen_judge_sweep(
+        folder, store, setup.data.y_test[sl].numpy(), config.variant, config.images, config.seed,
+        test_images=x[:256].numpy(), workers=config.workers, progress=folder.progress,
+    )  # fmt: skip
+    folder.extra["store"] = str(store.path)
+    shown = {k: round(100 * v, 2) for k, v in metrics.items()
+             if k.endswith("_accuracy") and not k.startswith("zero")}  # fmt: skip
+    folder.echo(json.dumps(shown, indent=2))
+    return metrics
+
 
 #: Best capability (debate read on the diagonal k_A = k_B), REFERENCE B, percent:
 #: cons sel, 2t sel, 4t sel, cons judge, 2t judge, 4t judge.
@@ -109,7 +146,7 @@ def example_records(probs, labels: np.ndarray, claims: np.ndarray, n_cells: int,
     ``probs`` is indexable by image (an array or the store's zarr array); only the chosen
     images are read.
     """
-    from ..games.grid import rank_masks
+    from ..geometry import rank_masks
 
     right = np.flatnonzero(claims == labels)[:per_row]
     wrong = np.flatnonzero(claims != labels)[:per_row]
@@ -197,7 +234,14 @@ def frozen_judge_sweep(
     timings = {}
     start = time.perf_counter()
     plan = plan or SweepPlan.build(store.attrs.get("grid", 6) ** 2, store.attrs.get("reveal", 4))
-    res = run_sweep(store, labels, plan, chunk_dir=run.file("chunks"), workers=workers,
+    # finished chunks are keyed by everything that decides them: the store (judge, images) and
+    # the plan, so a rerun under other settings never mixes old chunks into new results
+    chunk_settings = {"store": {k: v for k, v in store.attrs.items() if k != "note"},
+                      "plan": [plan.n_cells, plan.reveal, plan.grid_points,
+                               plan.diagonal_points, plan.consultancy_points],
+                      "n_images": n_images}  # fmt: skip
+    chunks = KeyedPieces(run.file("chunks"), chunk_settings).folder
+    res = run_sweep(store, labels, plan, chunk_dir=chunks, workers=workers,
                     progress=progress, n_images=n_images)  # fmt: skip
     timings["solve"] = time.perf_counter() - start
     arrays = protocol_arrays(res, plan)

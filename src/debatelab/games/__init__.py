@@ -1,6 +1,6 @@
 """Reveal games: grid geometry, mask indexing, subset index tables and the subset solver."""
 
-from .grid import Grid, all_masks, masks_to_bool, rank_masks, unrank_masks
+from ..geometry import Grid, all_masks, masks_to_bool, rank_masks, unrank_masks
 from .solver import solve_capabilities, solve_reveal_game
 from .tables import GameTables, game_tables
 

@@ -22,7 +22,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import torch
 
-from ..judges.pixel import PixelJudge
+from ..interfaces import Judge
 from ..policies import Exact, RankPolicy, Uniform, child_weights
 from .pixels import PixelGames, honest_margin
 
@@ -31,9 +31,7 @@ from .pixels import PixelGames, honest_margin
 class Agent(Protocol):
     """Chooses the mover's pixel in every game of a batch."""
 
-    def moves(
-        self, games: PixelGames, judge: PixelJudge, generator: torch.Generator
-    ) -> torch.Tensor:
+    def moves(self, games: PixelGames, judge: Judge, generator: torch.Generator) -> torch.Tensor:
         """Slots ``(G,)`` to reveal, each available in its game."""
         ...
 
@@ -58,7 +56,7 @@ class PolicyAgent:
     policy: RankPolicy = field(default_factory=Exact)
     """How the agent picks among pixels ranked by value: Exact = greedy, Uniform = random."""
 
-    def moves(self, games: PixelGames, judge: PixelJudge, generator: torch.Generator):
+    def moves(self, games: PixelGames, judge: Judge, generator: torch.Generator):
         available = games.available()
         if isinstance(self.policy, Uniform):  # values are irrelevant: skip the judge
             return _choose(torch.zeros(available.shape), available, self.policy, generator)
@@ -125,14 +123,14 @@ class MCTSAgent:
     config: MCTSConfig = field(default_factory=MCTSConfig)
     """Search settings."""
 
-    def moves(self, games: PixelGames, judge: PixelJudge, generator: torch.Generator):
+    def moves(self, games: PixelGames, judge: Judge, generator: torch.Generator):
         res = self.search(games, judge, generator)
         honest = games.mover() == "honest"
         q = res.value if honest else 1.0 - res.value
         score = res.visits + 1e-3 * q  # visit counts, ties broken by value
         return _choose(score, games.available(), self.config.select, generator)
 
-    def search(self, games: PixelGames, judge: PixelJudge, generator: torch.Generator):
+    def search(self, games: PixelGames, judge: Judge, generator: torch.Generator):
         """Run the search for every game, in lockstep batches."""
         if games.done:
             raise ValueError("the games are over; nothing to search")
@@ -146,7 +144,7 @@ class MCTSAgent:
         )
 
 
-def _search(games: PixelGames, judge: PixelJudge, gen: torch.Generator, cfg: MCTSConfig):
+def _search(games: PixelGames, judge: Judge, gen: torch.Generator, cfg: MCTSConfig):
     """PUCT search of ``cfg.rollouts`` simulations in each game's tree, all trees in lockstep.
 
     Trees are arrays: ``child[g, node, slot]`` (-1 = not expanded), edge visits ``n`` and honest
@@ -222,7 +220,7 @@ def _random_playout(valid, used, pixels: int, gen: torch.Generator) -> torch.Ten
     return out[:, :-1]
 
 
-def exhaustive_value(games: PixelGames, judge: PixelJudge) -> np.ndarray:
+def exhaustive_value(games: PixelGames, judge: Judge) -> np.ndarray:
     """The minimax honest win (0 or 1) of each game from its current turn, by full enumeration.
 
     The judge sees only the set of revealed pixels, so every completion set is judged once (in

@@ -17,7 +17,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
-from ..judges.pixel import N_PIXELS, SIDE, PixelJudge, pixel_values
+from ..geometry import N_PIXELS, SIDE, pixel_values
+from ..interfaces import Judge
 
 PLAYERS = ("honest", "liar")
 N_CLASSES = 10
@@ -196,7 +197,7 @@ class PixelGames:
             moves=self.moves[index],
         )  # fmt: skip
 
-    def judge_margin(self, judge: PixelJudge, slots_used: torch.Tensor | None = None):
+    def judge_margin(self, judge: Judge, slots_used: torch.Tensor | None = None):
         """The honest margin ``(G,)`` and logits ``(G, 10)`` on the revealed pixels (or on the
         slot sets ``slots_used``)."""
         used = self.used() if slots_used is None else slots_used
@@ -241,7 +242,7 @@ def _best_other(logits: torch.Tensor, honest: torch.Tensor) -> int:
     return int(masked.argmax())
 
 
-def play(games: PixelGames, honest_agent, liar_agent, judge: PixelJudge, generator) -> DebateRecord:
+def play(games: PixelGames, honest_agent, liar_agent, judge: Judge, generator) -> DebateRecord:
     """Play ``games`` to the end: the agents alternate as the rules say; the judge decides."""
     while not games.done:
         agent = honest_agent if games.mover() == "honest" else liar_agent

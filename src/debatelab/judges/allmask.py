@@ -31,7 +31,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..games.grid import Grid, all_masks
+from ..geometry import Grid, all_masks
 from ..progress import progress as progress_bar
 from .cnn import JudgeCNN
 

@@ -31,14 +31,37 @@ def column_hits(
 def reference_columns(
     chunks: Iterable[tuple[int, np.ndarray]], labels: np.ndarray, gold_pred: np.ndarray
 ) -> dict[str, float]:
-    """Accuracies of the sparse, ensemble and perfect columns, streamed over image chunks."""
+    """Accuracies of the sparse, ensemble and perfect columns, streamed over image chunks, and
+    the standard error of each over images (``<column>_accuracy_se``)."""
     totals: dict[str, float] = {}
+    squares: dict[str, float] = {}
     n = 0
     for lo, probs in chunks:
         hits = column_hits(probs, labels[lo : lo + len(probs)], gold_pred[lo : lo + len(probs)])
         for key, value in hits.items():
             totals[key] = totals.get(key, 0.0) + float(value.sum())
+            squares[key] = squares.get(key, 0.0) + float(np.square(value, dtype=np.float64).sum())
         n += len(probs)
     if n != len(labels):
         raise ValueError(f"chunks cover {n} images but {len(labels)} labels were given")
-    return {f"{key}_accuracy": value / n for key, value in totals.items()}
+    out = {f"{key}_accuracy": value / n for key, value in totals.items()}
+    for key, total in totals.items():
+        out[f"{key}_accuracy_se"] = standard_error_from_sums(total, squares[key], n)
+    return out
+
+
+def standard_error_from_sums(total: float, squares: float, n: int) -> float:
+    """Standard error of a mean over ``n`` per-image values from their sum and sum of squares
+    (sample variance with n - 1; 0 for a single image)."""
+    if n < 2:
+        return 0.0
+    variance = max(squares - total * total / n, 0.0) / (n - 1)
+    return float(np.sqrt(variance / n))
+
+
+def standard_error(values: np.ndarray) -> float:
+    """Standard error of the mean of per-image values."""
+    values = np.asarray(values, dtype=np.float64)
+    return standard_error_from_sums(
+        float(values.sum()), float(np.square(values).sum()), len(values)
+    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ..games.grid import Grid
+from ..geometry import Grid
 
 
 @torch.inference_mode()

@@ -12,22 +12,29 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import torch
 
 from ..data import load_raw
+from ..geometry import N_PIXELS, SIDE, pixel_values
+from ..resume import settings_key
 from .cnn import JudgeCNN
-from .train import _load, cached_judge, fit_classifier, settings_key
+from .train import TrainedJudge, cached_judge, fit_classifier, load_judge
 
-PIXEL_FORMAT = "debatelab-pixel-judge/1"
-SIDE = 28
-N_PIXELS = SIDE * SIDE
+__all__ = [
+    "N_PIXELS", "SIDE", "PixelJudge", "PixelTrainConfig", "TrainedPixelJudge", "get_pixel_judge",
+    "load_pixel_checkpoint", "make_pixel_model", "pixel_planes", "pixel_values",
+    "random_nonzero_masks", "random_pixel_accuracy", "train_pixel_judge",
+]  # fmt: skip
 
 
 @dataclass
 class PixelTrainConfig:
     """Settings of one pixel-judge training run."""
+
+    family: ClassVar[str] = "pixel"
 
     pixels: int = 6
     """Nonzero pixels revealed per training sample (the paper: 4 or 6)."""
@@ -58,14 +65,6 @@ class PixelTrainConfig:
     def key(self) -> str:
         """Cache key: pixels, seed and a hash of every setting."""
         return settings_key(f"mnist-pixel{self.pixels}-s{self.seed}", self)
-
-
-def pixel_values(images: np.ndarray | torch.Tensor) -> torch.Tensor:
-    """``uint8`` images ``(N, 28, 28)`` to float values in [0, 1], flattened to ``(N, 784)``."""
-    x = torch.as_tensor(np.asarray(images))
-    if x.ndim != 3 or tuple(x.shape[1:]) != (SIDE, SIDE):
-        raise ValueError(f"expected images (N, {SIDE}, {SIDE}), got {tuple(x.shape)}")
-    return x.reshape(len(x), N_PIXELS).to(torch.float32) / 255.0
 
 
 def pixel_planes(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -99,16 +98,8 @@ def make_pixel_model(config: PixelTrainConfig) -> JudgeCNN:
     return JudgeCNN(in_channels=2, widths=config.widths, image_size=SIDE)
 
 
-@dataclass
-class TrainedPixelJudge:
-    model: JudgeCNN
-    config: PixelTrainConfig
-    history: list[dict]
-    """Per-epoch training loss and accuracy."""
-    path: Path | None = None
-    """Cache file it was loaded from or saved to."""
-    cached: bool = False
-    """True when loaded from the cache rather than trained in this call."""
+#: A trained pixel judge is a :class:`TrainedJudge` of family "pixel" (one checkpoint format).
+TrainedPixelJudge = TrainedJudge
 
 
 def train_pixel_judge(
@@ -131,24 +122,20 @@ def train_pixel_judge(
 
     model, history = fit_classifier(
         lambda: make_pixel_model(config), inputs, y, config, resume_path, progress,
-        desc=f"pixel judge K={config.pixels}", fmt=PIXEL_FORMAT,
+        desc=f"pixel judge K={config.pixels}",
     )  # fmt: skip
     for p in model.parameters():
         p.requires_grad_(False)
     return TrainedPixelJudge(model, config, history)
 
 
-def load_pixel_checkpoint(path: str | os.PathLike) -> TrainedPixelJudge:
-    """Load a pixel-judge checkpoint; :class:`CacheError` when it is unreadable."""
-    path = Path(path)
-    payload = _load(path, PIXEL_FORMAT)
-    model = JudgeCNN(**payload["model_config"])
-    model.load_state_dict(payload["state_dict"])
-    model.eval()
-    for p in model.parameters():
+def load_pixel_checkpoint(path: str | os.PathLike) -> TrainedJudge:
+    """Load a pixel-judge checkpoint (frozen); :class:`CacheError` when it is unreadable or holds
+    another family."""
+    judge = load_judge(path, "pixel")
+    for p in judge.model.parameters():
         p.requires_grad_(False)
-    config = PixelTrainConfig(**payload["train_config"])
-    return TrainedPixelJudge(model, config, payload["history"], path, cached=True)
+    return judge
 
 
 def get_pixel_judge(
@@ -164,11 +151,15 @@ def get_pixel_judge(
         images, labels = load_raw("mnist", "train", data_dir)
         return train_pixel_judge(config, images, labels, resume_path=partial, progress=progress)
 
-    return cached_judge(config.key(), PIXEL_FORMAT, cache, retrain, load_pixel_checkpoint, train)
+    judge = cached_judge(config, cache, retrain, train)
+    for p in judge.model.parameters():
+        p.requires_grad_(False)
+    return judge
 
 
 class PixelJudge:
-    """A frozen pixel judge as the games use it: logits of revealed pixels, counted and batched.
+    """A frozen pixel judge as the games use it (a :class:`debatelab.interfaces.Judge`): logits
+    of revealed pixels, counted and batched.
 
     ``evaluations`` counts judged positions and ``calls`` forward passes, for benchmarks.
     """
@@ -177,6 +168,7 @@ class PixelJudge:
         if max_batch < 1:
             raise ValueError(f"max_batch must be >= 1, got {max_batch}")
         self.model = model.to(device).eval()
+        self.n_classes = model.n_classes
         self.device = device
         self.max_batch = max_batch
         self.evaluations = 0
@@ -192,7 +184,7 @@ class PixelJudge:
             self.calls += 1
         self.evaluations += len(values)
         if not out:
-            return torch.zeros(0, 10)
+            return torch.zeros(0, self.n_classes)
         return torch.cat(out)
 
 

@@ -8,12 +8,12 @@ epoch after an interruption.
 
 from __future__ import annotations
 
-import hashlib
-import json
+import importlib
 import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import torch
 from torch import nn
@@ -21,18 +21,30 @@ from torch import nn
 from ..atomic import atomic_path
 from ..data import ImageData
 from ..errors import CacheError
-from ..games.grid import Grid
+from ..geometry import Grid
 from ..paths import cache_dir
 from ..progress import progress as progress_bar
+from ..resume import settings_key
 from .cnn import JudgeCNN, default_widths
 
-CHECKPOINT_FORMAT = "debatelab-judge/1"
+#: One checkpoint format for every judge family: family, training config, model config, weights
+#: and history in one file.
+CHECKPOINT_FORMAT = "debatelab-judge/2"
+#: Older formats that are still read, and the family each held.
+LEGACY_FORMATS = {"debatelab-judge/1": "cell", "debatelab-pixel-judge/1": "pixel"}
+#: Judge families: the training config class of each, as ``module:Class``.
+FAMILIES = {
+    "cell": "debatelab.judges.train:TrainConfig",
+    "pixel": "debatelab.judges.pixel:PixelTrainConfig",
+}
 KINDS = ("gold", "sparse")
 
 
 @dataclass
 class TrainConfig:
     """Settings of one supervised judge training run."""
+
+    family: ClassVar[str] = "cell"
 
     variant: str = "mnist"
     """Dataset variant (see ``debatelab.data.VARIANTS``)."""
@@ -69,23 +81,23 @@ class TrainConfig:
         return settings_key(f"{self.variant}-{self.kind}-s{self.seed}", self)
 
 
-def settings_key(prefix: str, config) -> str:
-    """``prefix`` and a short hash of every field of the dataclass ``config``: a cache key that
-    changes whenever any setting does."""
-    blob = json.dumps(asdict(config), sort_keys=True, default=list)
-    return f"{prefix}-{hashlib.sha256(blob.encode()).hexdigest()[:12]}"
-
-
 @dataclass
 class TrainedJudge:
+    """A trained judge of any family, as the cache returns it."""
+
     model: JudgeCNN
-    config: TrainConfig
+    config: object
+    """The family's training config (``TrainConfig``, ``PixelTrainConfig``, ...)."""
     history: list[dict]
     """Per-epoch training loss and accuracy."""
     path: Path | None = None
     """Cache file it was loaded from or saved to."""
     cached: bool = False
     """True when loaded from the cache rather than trained in this call."""
+
+    @property
+    def family(self) -> str:
+        return self.config.family
 
 
 def _make_model(config: TrainConfig, data: ImageData) -> JudgeCNN:
@@ -98,8 +110,8 @@ def _save(path: Path, payload: dict) -> None:
         torch.save(payload, tmp)
 
 
-def _load(path: Path, fmt: str = CHECKPOINT_FORMAT) -> dict:
-    """Read a checkpoint of format ``fmt``; :class:`CacheError` when unreadable or foreign."""
+def _load(path: Path) -> dict:
+    """Read a checkpoint; :class:`CacheError` when unreadable or not a debatelab judge."""
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises many kinds on a damaged file
@@ -107,23 +119,40 @@ def _load(path: Path, fmt: str = CHECKPOINT_FORMAT) -> dict:
             f"cache entry {path} is unreadable ({type(exc).__name__}: {exc}); delete it and "
             "run again to retrain"
         ) from exc
-    if not isinstance(payload, dict) or payload.get("format") != fmt:
+    fmt = payload.get("format") if isinstance(payload, dict) else None
+    if fmt != CHECKPOINT_FORMAT and fmt not in LEGACY_FORMATS:
         raise CacheError(
-            f"cache entry {path} is not a debatelab judge checkpoint ({fmt}); "
+            f"{path} is not a debatelab judge checkpoint ({CHECKPOINT_FORMAT}); "
             "delete it and run again to retrain"
         )
     return payload
 
 
-def load_checkpoint(path: str | os.PathLike) -> TrainedJudge:
-    """Load a judge checkpoint (model config, train config, weights, history)."""
+def config_class(family: str):
+    """The training config class of judge ``family``."""
+    if family not in FAMILIES:
+        raise CacheError(f"unknown judge family {family!r}; known: {sorted(FAMILIES)}")
+    module, name = FAMILIES[family].split(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def load_judge(path: str | os.PathLike, family: str | None = None) -> TrainedJudge:
+    """Load a judge checkpoint of any family (or only of ``family``, else :class:`CacheError`)."""
     path = Path(path)
     payload = _load(path)
+    found = payload.get("family") or LEGACY_FORMATS.get(payload["format"])
+    if family is not None and found != family:
+        raise CacheError(f"{path} holds a {found} judge, not a {family} judge")
     model = JudgeCNN(**payload["model_config"])
     model.load_state_dict(payload["state_dict"])
     model.eval()
-    tc = payload["train_config"]
-    return TrainedJudge(model, TrainConfig(**tc), payload["history"], path, cached=True)
+    config = config_class(found)(**payload.get("config", payload.get("train_config")))
+    return TrainedJudge(model, config, payload["history"], path, cached=True)
+
+
+def load_checkpoint(path: str | os.PathLike) -> TrainedJudge:
+    """Load a judge checkpoint (any family; see :func:`load_judge`)."""
+    return load_judge(path)
 
 
 def train_judge(
@@ -160,14 +189,13 @@ def fit_classifier(
     resume_path: Path | None = None,
     progress: bool = True,
     desc: str = "judge",
-    fmt: str = CHECKPOINT_FORMAT,
 ) -> tuple[nn.Module, list[dict]]:
     """The shared supervised loop: Adam, ExponentialLR per epoch, cross-entropy, shuffled batches.
 
     ``inputs(idx, gen)`` builds the batch of training indices ``idx`` (drawing any masks from
     ``gen``); ``config`` supplies ``seed``, ``epochs``, ``batch_size``, ``lr`` and ``gamma``.
-    Deterministic given the seed; with ``resume_path`` it checkpoints every epoch (format
-    ``fmt``) and continues from the last finished epoch. Returns the model in eval mode and the
+    Deterministic given the seed; with ``resume_path`` it checkpoints every epoch and continues
+    from the last finished epoch. Returns the model in eval mode and the
     per-epoch history.
     """
     gen = torch.Generator().manual_seed(config.seed)
@@ -180,7 +208,7 @@ def fit_classifier(
         history: list[dict] = []
         start = 0
         if resume_path is not None and resume_path.exists():
-            state = _load(resume_path, fmt)
+            state = _load(resume_path)
             model.load_state_dict(state["state_dict"])
             optimiser.load_state_dict(state["optimiser"])
             scheduler.load_state_dict(state["scheduler"])
@@ -212,7 +240,7 @@ def fit_classifier(
             )
             if resume_path is not None:
                 _save(resume_path, {
-                    "format": fmt, "history": history,
+                    "format": CHECKPOINT_FORMAT, "history": history,
                     "state_dict": model.state_dict(), "optimiser": optimiser.state_dict(),
                     "scheduler": scheduler.state_dict(), "generator": gen.get_state(),
                     "torch_rng": torch.get_rng_state(),
@@ -221,21 +249,32 @@ def fit_classifier(
     return model, history
 
 
-def cached_judge(key: str, fmt: str, cache, retrain: bool, load, train):
-    """The cache-or-train step every judge family shares: ``load(path)`` a finished checkpoint,
-    else ``train(partial_path)`` (resumable per epoch) and store the result atomically."""
-    folder = cache_dir(cache) / "judges"
-    path = folder / f"{key}.pt"
+def judge_path(config, cache=None) -> Path:
+    """Where the cache keeps the judge trained with ``config`` (any family)."""
+    return cache_dir(cache) / "judges" / f"{config.key()}.pt"
+
+
+def find_cached(config, cache=None) -> TrainedJudge | None:
+    """The cached judge of ``config``, or None when it has not been trained; trains nothing."""
+    path = judge_path(config, cache)
+    return load_judge(path, config.family) if path.exists() else None
+
+
+def cached_judge(config, cache, retrain: bool, train: Callable[[Path], TrainedJudge]):
+    """The cache-or-train step every judge family shares: load the finished checkpoint of
+    ``config``, else ``train(partial_path)`` (resumable per epoch, keyed like the checkpoint) and
+    store the result atomically in the one checkpoint format."""
+    path = judge_path(config, cache)
     if path.exists() and not retrain:
-        return load(path)
-    partial = folder / f"{key}.partial.pt"
+        return load_judge(path, config.family)
+    partial = path.with_name(f"{config.key()}.partial.pt")
     if retrain and partial.exists():
         partial.unlink()
-    folder.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
     judge = train(partial)
     _save(path, {
-        "format": fmt, "model_config": judge.model.config(),
-        "train_config": asdict(judge.config), "state_dict": judge.model.state_dict(),
+        "format": CHECKPOINT_FORMAT, "family": config.family, "config": asdict(judge.config),
+        "model_config": judge.model.config(), "state_dict": judge.model.state_dict(),
         "history": judge.history,
     })  # fmt: skip
     partial.unlink(missing_ok=True)
@@ -252,6 +291,6 @@ def get_judge(
 ) -> TrainedJudge:
     """Load the judge for ``config`` from the cache, or train it and cache it."""
     return cached_judge(
-        config.key(), CHECKPOINT_FORMAT, cache, retrain, load_checkpoint,
+        config, cache, retrain,
         lambda partial: train_judge(config, data, resume_path=partial, progress=progress),
     )  # fmt: skip

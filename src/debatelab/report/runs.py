@@ -4,16 +4,26 @@ metrics, atomically, into one folder."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import platform
+import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, is_dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 from ..atomic import write_json
+from ..configs import compared_settings, config_fields
+from ..errors import DebatelabError
+
+
+class RunFolderMismatch(DebatelabError):
+    """A run folder holds a run made with other settings."""
+
 
 LIBRARIES = ("debatelab", "torch", "numpy", "zarr", "matplotlib", "click", "tqdm", "pillow")
 
@@ -61,21 +71,84 @@ def default_run_dir(command: str, root: Path | None = None) -> Path:
     return (root or Path("runs")) / f"{stamp}-{command}"
 
 
+def _plain(value: Any) -> Any:
+    """JSON's view of a value (tuples become lists), for comparing configs."""
+    return json.loads(json.dumps(value, default=list))
+
+
+def _flat(settings: dict, prefix: str = "") -> dict:
+    """Nested settings as ``{"analysis.bootstrap.replicates": 1000, ...}``."""
+    out = {}
+    for key, value in settings.items():
+        if isinstance(value, dict):
+            out.update(_flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
 class RunFolder:
-    """One run's folder: ``config.json`` at start, ``metrics.json`` and ``manifest.json`` at end."""
+    """One run's folder: ``config.json`` at start, ``metrics.json`` and ``manifest.json`` at end.
+
+    Opening a folder that already holds a run compares its ``config.json`` with ``config``: the
+    same settings resume (finished chunks are reused); other settings refuse with an error
+    naming the fields, unless ``force`` empties the folder and starts afresh. Settings marked
+    ``compare=False`` in the config dataclass (workers, threads) may differ.
+
+    The folder also carries where the run reads and writes (``data_dir``, ``cache_dir``), whether
+    it shows progress bars, and ``echo``, where it reports what a person should read.
+    """
 
     def __init__(self, path: Path, command: str, config: Any, seeds: dict | None = None,
-                 device: str = "cpu"):  # fmt: skip
+                 device: str = "cpu", force: bool = False, data_dir: Path | None = None,
+                 cache_dir: Path | None = None, progress: bool = True,
+                 echo: Callable[[str], None] | None = None):  # fmt: skip
         self.path = Path(path)
-        self.path.mkdir(parents=True, exist_ok=True)
         self.command = command
         self.seeds = seeds or {}
         self.device = device
+        self.data_dir, self.cache_dir, self.progress = data_dir, cache_dir, progress
+        self.echo = echo or (lambda text: None)
+        self.extra: dict[str, Any] = {}
+        """Entries the run adds to its manifest (store paths, checkpoints)."""
+        cfg = asdict(config) if is_dataclass(config) else dict(config)
+        record = {"command": command, **cfg}
+        if (self.path / "config.json").exists():
+            if force:
+                shutil.rmtree(self.path)
+            else:
+                self._check_resume(config, record)
+        self.path.mkdir(parents=True, exist_ok=True)
         self.started = time.time()
         self.started_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         self.git = git_state()  # the code as it was when the run started
-        cfg = asdict(config) if is_dataclass(config) else dict(config)
-        write_json(self.path / "config.json", cfg)
+        write_json(self.path / "config.json", record)
+
+    def _check_resume(self, config: Any, record: dict) -> None:
+        try:
+            old = json.loads((self.path / "config.json").read_text())
+        except (OSError, ValueError) as exc:
+            raise RunFolderMismatch(
+                f"run folder {self.path} has an unreadable config.json ({exc}); use another "
+                "--out, or --force to start afresh there"
+            ) from None
+        new = _flat(_plain(compared_settings(config) if is_dataclass(config) else record))
+        new["command"] = self.command
+        old = _flat(old)
+        old.setdefault("command", new["command"])  # folders from before the field existed
+        options = {}
+        if is_dataclass(config):  # name each setting as the command line spells it
+            for f in config_fields(type(config)):
+                flag = f.metadata.get("flag", "--" + f.name.replace("_", "-")).split("/")[0]
+                options[".".join(f.path)] = f"{f.name} ({flag})"
+        diff = [f"{options.get(k, k)}: {old.get(k, '(unset)')!r} there, {new[k]!r} now"
+                for k in sorted(new) if old.get(k, "(unset)") != new[k]]  # fmt: skip
+        if diff:
+            raise RunFolderMismatch(
+                f"run folder {self.path} holds a run with other settings ({'; '.join(diff)}); "
+                "rerun with the same settings to resume, use another --out, or --force to "
+                "start afresh there"
+            )
 
     def file(self, name: str) -> Path:
         return self.path / name
@@ -98,6 +171,7 @@ class RunFolder:
             "versions": library_versions(),
             "version": library_versions()["debatelab"],
             **self.git,
+            **self.extra,
             **extra,
         }
         write_json(self.path / "manifest.json", manifest)

@@ -15,10 +15,8 @@ import torch
 
 from ..data import load_raw
 from ..data.preprocess import apply_standardise, channel_stats, resize
-from ..experiments.setup import JudgeSetupConfig
-from ..judges import JudgeCNN, load_checkpoint
-from ..judges.pixel import PixelTrainConfig, load_pixel_checkpoint
-from ..paths import cache_dir
+from ..judges import JudgeCNN, TrainConfig, find_cached
+from ..judges.pixel import PixelTrainConfig
 
 #: The pixel game's K slider.
 PIXEL_RANGE = (2, 12)
@@ -78,20 +76,18 @@ def load_demo_models(
     train_images, _ = load_raw("mnist", "train", data_dir)
     test_images, test_labels = load_raw("mnist", "test", data_dir)
     mean, std = channel_stats(resize(train_images, DemoModels.image_size))
-    folder = cache_dir(cache) / "judges"
-    setup = JudgeSetupConfig(seed=seed)
     found: dict[str, JudgeCNN | None] = {}
     missing: dict[str, str] = {}
-    for kind in ("gold", "sparse"):
-        path = folder / f"{setup.judge_config(kind).key()}.pt"
-        found[kind] = load_checkpoint(path).model if path.exists() else None
-        if found[kind] is None:
+    for kind in ("gold", "sparse"):  # the MNIST judges `debatelab run` trains, default settings
+        judge = find_cached(TrainConfig(variant="mnist", kind=kind, seed=seed), cache)
+        found[kind] = None if judge is None else judge.model
+        if judge is None:
             missing[kind] = train_command(kind, seed)
     pixel = {}
     for k in range(PIXEL_RANGE[0], PIXEL_RANGE[1] + 1):
-        path = folder / f"{PixelTrainConfig(pixels=k, seed=seed).key()}.pt"
-        if path.exists():
-            pixel[k] = load_pixel_checkpoint(path).model
+        judge = find_cached(PixelTrainConfig(pixels=k, seed=seed), cache)
+        if judge is not None:
+            pixel[k] = judge.model
         else:
             missing[f"pixel{k}"] = train_command(f"pixel{k}", seed)
     return DemoModels(found["gold"], found["sparse"], mean, std, test_images, test_labels,
