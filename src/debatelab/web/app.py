@@ -1,5 +1,10 @@
 """The demo's HTTP API and page (FastAPI, served by uvicorn).
 
+This module does only HTTP: routes, request bodies, status codes, error JSON, body limits and
+concurrency (a few heavy computations at a time, one computation per image however many requests
+ask for it). The game logic is in :mod:`.positions`, plain functions that a static-site build can
+call as well.
+
 Every game request is stateless: the page sends the image, the settings and the moves so far;
 the server checks them, lets an AI move when asked, and returns the position and, at the end,
 the judge's verdict. Randomness comes from the seed in the request, so a replayed request gives
@@ -12,17 +17,15 @@ the command that makes it), 413 for oversized bodies.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import Future
 from contextlib import contextmanager
 from importlib import resources
-from typing import Annotated, Literal
+from typing import Annotated, Literal, TypeVar
 
-import numpy as np
-import torch
 from fastapi import FastAPI, HTTPException, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
@@ -30,17 +33,11 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field, StrictFloat, StrictInt, field_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from ..data.digits import center_digit
-from ..games.agents import MCTSAgent, MCTSConfig, greedy_agent, random_agent
-from ..games.cellplay import PROTOCOLS, CellDebate, CellGameRules
-from ..games.pixels import PixelGames, PixelRules
-from ..games.solver import RULES
-from ..games.tables import game_tables
-from ..judges.allmask import all_mask_probs
-from ..judges.evaluate import predict_proba
-from ..judges.pixel import N_PIXELS, PixelJudge
+from ..judges.pixel import N_PIXELS
 from ..policies import as_policy
-from .models import CLASSES, PIXEL_RANGE, DemoModels, missing_command
+from . import positions
+from .models import PIXEL_RANGE, DemoModels
+from .positions import MAX_ROLLOUTS, CellPosition, MissingModelError, PixelPosition, warm_up
 
 #: Largest request body accepted, in bytes (a 28x28 canvas as JSON is about 10 KB).
 MAX_BODY = 64 * 1024
@@ -51,9 +48,8 @@ DRAIN_LIMIT = 16 * 2**20
 HEAVY_SLOTS = 4
 #: Seconds a request waits for a slot before a 503.
 BUSY_WAIT = 120
-#: Most MCTS simulations per move a request may ask for (the paper's budget).
-MAX_ROLLOUTS = 10_000
 STATIC = resources.files("debatelab.web") / "static"
+T = TypeVar("T")
 
 Pixel = StrictFloat  # ints pass, strings do not
 Capability = Annotated[StrictInt, Field(ge=1, le=10**6)] | Annotated[str, Field(max_length=12)]
@@ -165,21 +161,34 @@ def _slot(slots: threading.BoundedSemaphore):
         slots.release()
 
 
+class ServerCompute(positions.Compute):
+    """The server's way of running heavy steps: per-image results in small single-flight caches,
+    at most ``HEAVY_SLOTS`` steps at a time (a 503 after ``BUSY_WAIT`` seconds of waiting)."""
+
+    def __init__(self):
+        self.caches = {
+            "probs": _LRU(64),  # all-mask probabilities per image (1 MB each)
+            "cell_game": _LRU(8),  # solved cell games per image and settings (up to 53 MB, sym)
+        }
+        self.slots = threading.BoundedSemaphore(HEAVY_SLOTS)
+
+    def cached(self, kind: str, key: tuple, make: Callable[[], T]) -> T:
+        return self.caches[kind].get(key, make)
+
+    def heavy(self):
+        return _slot(self.slots)
+
+
 @contextmanager
-def _illegal():
-    """Precondition failures of the game library (an illegal move, an empty canvas) as 400."""
+def _position_errors(invalid: int = 400):
+    """Errors of the game logic as HTTP: a missing judge as 404 (with the command that makes
+    it), a ValueError (an illegal move, an empty canvas) as ``invalid``."""
     try:
         yield
+    except MissingModelError as exc:
+        raise HTTPException(404, str(exc)) from exc
     except ValueError as exc:
-        raise HTTPException(400, str(exc)) from exc
-
-
-def _image_key(image: np.ndarray) -> bytes:
-    return hashlib.sha1(np.ascontiguousarray(image, dtype=np.float32).tobytes()).digest()
-
-
-def _softmax(logits: torch.Tensor) -> list[float]:
-    return torch.softmax(logits.double(), dim=-1).tolist()
+        raise HTTPException(invalid, str(exc)) from exc
 
 
 class BodyLimit:
@@ -244,9 +253,7 @@ def _validation_message(exc: RequestValidationError) -> str:
 def create_app(models: DemoModels) -> FastAPI:
     """The demo application over ``models``."""
     app = FastAPI(title="debatelab demo", docs_url="/api/docs", openapi_url="/api/openapi.json")
-    probs_cache = _LRU(64)  # all-mask probabilities per image (1 MB each)
-    games_cache = _LRU(8)  # solved cell games per image and settings (up to 53 MB under sym)
-    slots = threading.BoundedSemaphore(HEAVY_SLOTS)
+    compute = ServerCompute()
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError):
@@ -256,27 +263,6 @@ def create_app(models: DemoModels) -> FastAPI:
     async def _http(request: Request, exc: StarletteHTTPException):
         return JSONResponse({"error": str(exc.detail)}, status_code=exc.status_code)
 
-    def need(name: str, model):
-        if model is None:
-            raise HTTPException(
-                404, f"the {name} judge is not in the cache; make it with "
-                f"`{missing_command(models, name)}` and restart `debatelab serve`",
-            )  # fmt: skip
-        return model
-
-    def pixel_judge(k: int):
-        return need(f"pixel{k}", models.pixel.get(k))
-
-    def sparse_probs(image: np.ndarray) -> np.ndarray:
-        sparse = need("sparse", models.sparse)
-
-        def make():
-            x = models.prepare(image[None])
-            with _slot(slots):
-                return all_mask_probs(sparse, x, models.grid, models.reveal)[0]
-
-        return probs_cache.get(_image_key(image), make)
-
     @app.get("/", include_in_schema=False)
     async def index():
         return FileResponse(str(STATIC / "index.html"))
@@ -284,128 +270,38 @@ def create_app(models: DemoModels) -> FastAPI:
     @app.get("/api/info")
     async def info():
         """Which models are loaded, which are missing (with the command that makes each)."""
-        return {
-            "models": {"gold": models.gold is not None, "sparse": models.sparse is not None,
-                       "pixel": sorted(models.pixel)},
-            "missing": models.missing, "classes": CLASSES,
-            "test_images": int(len(models.test_images)), "protocols": PROTOCOLS,
-            "rules": list(RULES), "pixel_range": list(PIXEL_RANGE), "max_rollouts": MAX_ROLLOUTS,
-            "grid": models.grid, "reveal": models.reveal, "image_size": models.image_size,
-        }  # fmt: skip
+        return positions.info(models)
 
     @app.get("/api/sample")
     async def sample(index: Annotated[int, Query(ge=0)]):
         """MNIST test image ``index``: values in [0, 1] and its label."""
-        if index >= len(models.test_images):
-            raise HTTPException(
-                422, f"index must be below {len(models.test_images)} (the test set's size)"
-            )
-        image = models.test_images[index].astype(np.float32) / 255.0
-        return {"index": index, "label": int(models.test_labels[index]),
-                "image": image.ravel().round(4).tolist()}  # fmt: skip
+        with _position_errors(422):
+            return positions.sample(models, index)
 
     @app.post("/api/classify")
     def classify(req: ClassifyRequest):
         """Gold classifier on the full image; sparse judge averaged over all 4-cell views."""
-        image = np.asarray(req.image, dtype=np.float32).reshape(28, 28)
-        if req.center:
-            with _illegal():
-                image = center_digit(image)
-        out = {"image": image.ravel().round(4).tolist(), "gold": None, "sparse": None}
-        if models.gold is not None:
-            x = models.prepare(image[None])
-            out["gold"] = predict_proba(models.gold, x)[0].double().tolist()
-        if models.sparse is not None:
-            probs = sparse_probs(image)
-            out["sparse"] = probs.astype(np.float64).mean(axis=0).tolist()
-        out["missing"] = {k: v for k, v in models.missing.items() if k in ("gold", "sparse")}
-        return out
+        with _position_errors():
+            return positions.classify(models, req.image, req.center, compute)
 
     @app.post("/api/pixels")
     def pixels(req: PixelRequest):
         """The 2018 pixel game: check the moves, let the AI move if asked, judge at the end."""
-        if req.honest == req.liar:
-            raise HTTPException(422, "liar: the liar's claim must differ from the honest one")
-        judge = PixelJudge(pixel_judge(req.pixels))
-        rules = PixelRules(pixels=req.pixels, first=req.first)
-        values = np.asarray(req.image, dtype=np.float32)[None]
-        with _illegal():
-            games = PixelGames.new(values, [req.honest], [req.liar], rules)
-            cand = games.candidates[0].tolist()
-            slot_of = {p: s for s, p in enumerate(cand) if p < N_PIXELS}
-            for t, p in enumerate(req.moves):
-                if p not in slot_of:
-                    raise ValueError(
-                        f"move {t + 1}: pixel {p} is not a nonzero pixel of the image; reveal "
-                        "one where there is ink"
-                    )
-                games = games.play(torch.tensor([slot_of[p]]))
-        ai_move = None
-        if req.play and not games.done:
-            agent = {"mcts": lambda: MCTSAgent(MCTSConfig(rollouts=req.rollouts)),
-                     "greedy": greedy_agent, "random": random_agent}[req.agent]()  # fmt: skip
-            gen = torch.Generator().manual_seed(req.seed * 1000 + games.turn)
-            with _slot(slots):
-                slot = agent.moves(games, judge, gen)
-            games = games.play(slot)
-            ai_move = int(cand[int(slot[0])])
-        moves = [int(p) for p in games.revealed_pixels()[0]]
-        out = {"moves": moves, "movers": [rules.mover(t) for t in range(len(moves))],
-               "next": None if games.done else games.mover(), "done": games.done,
-               "ai_move": ai_move, "verdict": None}  # fmt: skip
-        if games.done:
-            margin, logits = games.judge_margin(judge)
-            out["verdict"] = {
-                "logits": logits[0].tolist(), "probs": _softmax(logits[0]),
-                "honest_wins": bool(margin[0] > 0), "margin": float(margin[0]),
-                "judge_class": int(logits[0].argmax()),
-            }  # fmt: skip
-        return out
+        with _position_errors(422):  # what the body's schema cannot say (liar != honest)
+            pos = PixelPosition(**req.model_dump())
+        with _position_errors():
+            return positions.pixel_position(models, pos, compute)
 
     @app.post("/api/cells")
     def cells(req: CellRequest):
         """The cell-grid game: consultancy or debate under a rule, players of any capability."""
-        image = np.asarray(req.image, dtype=np.float32).reshape(28, 28)
-        rules = CellGameRules(req.protocol, req.rule, req.k_a, req.k_b, models.grid**2)
-        probs = sparse_probs(image)
-
-        def solve():
-            with _slot(slots):
-                return CellDebate(probs, rules, req.claim)
-
-        game = games_cache.get((_image_key(image), rules, req.claim), solve)
-        turns = [list(t) for t in req.turns]
-        with _illegal():
-            game.position(turns)  # illegal turns fail before any AI move
-        ai_move = None
-        moves = rules.moves
-        if req.play and len(turns) < len(moves):
-            rng = np.random.default_rng([req.seed, len(turns)])
-            ai_move = [int(c) for c in game.ai_move(turns, rng)]
-            turns.append(ai_move)
-        done = len(turns) == len(moves)
-        return {
-            "claim": game.claim, "b_class": game.b_class, "value": game.value,
-            "turns": turns, "moves": list(moves),
-            "next": None if done else ("A" if len(turns) % 2 == 0 else "B"),
-            "done": done, "ai_move": ai_move,
-            "verdict": game.verdict(turns) if done else None,
-            "view": models.small_view(image).ravel().round(4).tolist(),
-            "grid": models.grid,
-        }  # fmt: skip
+        with _position_errors(422):
+            pos = CellPosition(**req.model_dump())
+        with _position_errors():
+            return positions.cell_position(models, pos, compute)
 
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
     return app
-
-
-def warm_up(models: DemoModels) -> None:
-    """Build the geometry tables (all-mask evaluation, game trees) once, before requests come:
-    concurrent first requests would otherwise each build them."""
-    for moves in PROTOCOLS.values():
-        game_tables(models.grid**2, moves)
-    if models.sparse is not None:
-        blank = torch.zeros(1, 1, models.image_size, models.image_size)
-        all_mask_probs(models.sparse, blank, models.grid, models.reveal)
 
 
 def serve_app(models: DemoModels):
