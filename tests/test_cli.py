@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -92,3 +93,41 @@ def test_run_reproduces_the_published_mnist_setup(tmp_path, data_root):
         assert gap <= max(1.5, 2 * 100 * metrics[f"{key}_se"]), (column, metrics[key])
     assert metrics["debate4_selection_accuracy"] > metrics["consultancy_selection_accuracy"]
     assert (out / "report.md").read_text().count("|") > 10
+
+
+@pytest.mark.parametrize("name", ["run", "train", "dump", "sweep", "pixels", "bon"])
+def test_options_come_from_the_config_dataclass(name):
+    """Each experiment option's default and help are the config field's (written once, in the
+    dataclass), and the command's options are exactly the config's settings plus the run-folder
+    and path options."""
+    from debatelab.cli_common import config_param
+    from debatelab.configs import config_fields
+    from debatelab.experiments import experiment
+
+    exp = experiment(name)
+    command = main.get_command(None, name)
+    params = {p.name: p for p in command.params}
+    settings = config_fields(exp.config)
+    assert settings and all(f.help for f in settings), "every setting has a docstring"
+    for f in settings:
+        param = params.pop(f.name)
+        assert param.to_info_dict() == config_param(f).to_info_dict()
+        if isinstance(param, click.Option):
+            assert param.help == f.help
+    assert set(params) == {"out", "force", "quiet", "data_dir", "cache_dir"}
+
+
+def test_no_command_module_declares_an_experiment_setting_by_hand():
+    """Options are generated: the CLI modules hold no click.option for a config field."""
+    import re
+    from pathlib import Path
+
+    from debatelab.configs import config_fields
+    from debatelab.experiments import EXPERIMENTS, experiment
+
+    names = {f.name for n in EXPERIMENTS for f in config_fields(experiment(n).config)}
+    src = Path(__file__).resolve().parents[1] / "src" / "debatelab"
+    for path in src.glob("cli*.py"):
+        declared = re.findall(r'option\(\s*"--([a-z-]+)', path.read_text())
+        hand_written = {d.replace("-", "_") for d in declared} & (names - {"seed"})
+        assert not hand_written, (path.name, hand_written)
