@@ -14,7 +14,9 @@ from debatelab.policies import (
     Uniform,
     as_policy,
     child_weights,
+    play_weights,
     policy_value,
+    rank_mass,
     tie_shared,
 )
 
@@ -81,7 +83,9 @@ def test_as_policy_parses_and_explains():
     assert as_policy("exact") == Exact() and as_policy("uniform") == Uniform()
     assert as_policy("top5") == TopK(5) and as_policy("bo8") == BestOfN(8)
     assert as_policy(BestOfN(2)) == BestOfN(2)
-    for bad in ["best", True, 1.5, "top"]:
+    # one meaning of a bare number everywhere: top-k (draws are always spelled BestOfN / 'boN')
+    assert as_policy("3") == TopK(3) == as_policy("k3") == as_policy(" Top3 ")
+    for bad in ["best", True, 1.5, "top", "k", "bo", "3.5", "-2"]:
         with pytest.raises(ValueError, match="rank policy"):
             as_policy(bad)
     with pytest.raises(ValueError, match="k >= 1"):
@@ -90,3 +94,32 @@ def test_as_policy_parses_and_explains():
         BestOfN(0)
     with pytest.raises(ValueError, match="at least one child"):
         Uniform().rank_weights(0)
+
+
+def test_rank_mass_of_multiplicities():
+    # 4 copies: counts (2, 0, 1, 1) occupy ranks 1-2, none, 3, 4
+    m = rank_mass(TopK(3), 4, np.array([2, 0, 1, 1]))
+    np.testing.assert_allclose(m, [2 / 3, 0, 1 / 3, 0])
+    b = rank_mass(BestOfN(2), 3, np.array([[1, 1, 1], [3, 0, 0], [1, 0, 1]]))  # sizes 3, 3, 2
+    np.testing.assert_allclose(b[0], BestOfN(2).rank_weights(3))
+    np.testing.assert_allclose(b[1], [1, 0, 0])
+    np.testing.assert_allclose(b[2], [0.75, 0, 0.25])
+    with pytest.raises(ValueError, match="at least one child copy"):
+        rank_mass(TopK(1), 2, np.array([0, 0]))
+
+
+def test_play_weights_with_counts_equal_the_materialised_multiset():
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        values = np.round(rng.random(5), 1)
+        counts = rng.integers(0, 3, 5)
+        counts[0] += 1
+        copies = np.repeat(np.arange(5), counts)
+        for policy in POLICIES:
+            for maximize in (True, False):
+                w = child_weights(values, policy, maximize, counts)
+                flat = child_weights(values[copies], policy, maximize)
+                np.testing.assert_allclose(w, np.bincount(copies, flat, minlength=5), atol=1e-12)
+    many = play_weights(values, POLICIES, True, counts)
+    for p, policy in enumerate(POLICIES):
+        np.testing.assert_allclose(many[p], child_weights(values, policy, True, counts))

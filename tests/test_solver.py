@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from debatelab import solve_reveal_game
-from debatelab.games.grid import rank_masks
 from debatelab.games.solver import solve_capabilities
 from debatelab.games.tables import game_tables
+from debatelab.geometry import rank_masks
 from debatelab.policies import BestOfN, Exact, TopK, Uniform, as_policy, child_weights
 
 MOVES = [(4,), (2, 2), (1, 1, 1, 1)]
@@ -221,17 +221,18 @@ def test_policy_objects_and_ints_agree():
 
 
 def test_batching_of_entries_does_not_change_results():
+    from debatelab.games.core import reveal_game
     from debatelab.games.solver import _level_reducers, _solve_columns, leaf_columns
 
     rng = np.random.default_rng(8)
     probs = random_probs(rng, 3, 8, 4, 4)
     labels = rng.integers(0, 4, 3)
-    tables = game_tables(8, (1, 1, 1, 1))
-    plans = [_level_reducers(tables, (a, b)) for a in (1, 2, 5, 8) for b in (1, 3, 7)]
+    game = reveal_game(8, (1, 1, 1, 1))
+    plans = [_level_reducers(game, (a, b)) for a in (1, 2, 5, 8) for b in (1, 3, 7)]
     leaf = leaf_columns(probs, "asym")
     aux = (probs.argmax(axis=2) == labels[:, None])[:, None, :].astype(float)
-    big = _solve_columns(leaf, aux, tables, plans)
-    small = _solve_columns(leaf, aux, tables, plans, batch_elements=1)
+    big = _solve_columns(leaf, aux, game, plans)
+    small = _solve_columns(leaf, aux, game, plans, batch_elements=1)
     for x, y in zip(big, small, strict=True):  # uniform play sums in another order: 1 ulp
         np.testing.assert_allclose(x, y, rtol=0, atol=1e-12)
 

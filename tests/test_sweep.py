@@ -95,13 +95,18 @@ def test_zero_capability_is_the_ensemble_for_every_protocol(tiny):
 def test_exact_play_metrics_keys_and_consistency(tiny):
     store, labels, _ = tiny
     metrics = exact_play_metrics(store, labels)
-    assert set(metrics) == {
+    columns = {
         "consultancy_selection_accuracy", "debate2_selection_accuracy",
         "debate4_selection_accuracy", "debate2_judge_accuracy", "debate4_judge_accuracy",
     }  # fmt: skip
+    assert set(metrics) == columns | {f"{c}_se" for c in columns}
     probs = np.asarray(store.probs[:], dtype=np.float32)
     best = probs.max(axis=1).argmax(axis=1)  # consultancy at k = 1: the most confident mask
-    assert metrics["consultancy_selection_accuracy"] == pytest.approx((best == labels).mean())
+    hits = best == labels
+    assert metrics["consultancy_selection_accuracy"] == pytest.approx(hits.mean())
+    # the standard error over images: sample sd / sqrt(n)
+    se = hits.std(ddof=1) / np.sqrt(len(hits))
+    assert metrics["consultancy_selection_accuracy_se"] == pytest.approx(se)
     assert all(0 <= v <= 1 for v in metrics.values())
     with pytest.raises(ValueError, match="labels"):
         exact_play_metrics(store, labels[:5])

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import debatelab
-from debatelab.policies import Exact, TopK
+from debatelab.policies import BestOfN, Exact, TopK
 from debatelab.text.solve import best_of_n_weights, nested_best_of_n, presort, sweep_arrays
 
 
@@ -82,7 +82,7 @@ def test_nested_equals_brute_force_enumeration(shape, n, m, r):
     for _ in range(3):
         scores = rng.random(shape)  # continuous: no ties
         correct = rng.integers(0, 2, shape[0]).astype(float)
-        res = nested_best_of_n(scores, correct, n, m, r)
+        res = nested_best_of_n(scores, correct, BestOfN(n), m and BestOfN(m), r and BestOfN(r))
         acc, win = _brute_nested(scores, correct, n, m or 1, r or 1)
         assert res.accuracy == pytest.approx(acc, abs=1e-12)
         assert res.win_rate == pytest.approx(win, abs=1e-12)
@@ -107,10 +107,10 @@ def test_n1_is_pool_mean_and_large_n_is_the_maximum():
     rng = np.random.default_rng(5)
     scores = rng.random((8, 6, 4))
     correct = rng.integers(0, 2, 8).astype(float)
-    one = nested_best_of_n(scores, correct, 1, 1, 1)
+    one = nested_best_of_n(scores, correct, BestOfN(1), BestOfN(1), BestOfN(1))
     assert one.accuracy == pytest.approx(correct.mean())
     assert one.win_rate == pytest.approx(scores.mean())
-    big = nested_best_of_n(scores, correct, 100_000, 100_000, 100_000)
+    big = nested_best_of_n(scores, correct, *[BestOfN(100_000)] * 3)
     vals = scores.max(axis=2).min(axis=1)  # rebuttal max, critic min
     assert big.win_rate == pytest.approx(vals.max(), abs=1e-9)
     assert big.accuracy == pytest.approx(correct[np.argmax(vals)], abs=1e-9)
@@ -121,11 +121,11 @@ def test_n1_is_pool_mean_and_large_n_is_the_maximum():
 def test_ties_share_mass_so_order_does_not_matter():
     scores = np.array([0.5, 0.9, 0.5, 0.9])
     correct = np.array([1.0, 0.0, 0.0, 1.0])
-    res = nested_best_of_n(scores, correct, 5)
+    res = nested_best_of_n(scores, correct, BestOfN(5))
     assert res.weights[1] == pytest.approx(res.weights[3])
     assert res.accuracy == pytest.approx(0.5)  # the tied best pair is half correct
     perm = [3, 2, 1, 0]
-    assert nested_best_of_n(scores[perm], correct[perm], 5).accuracy == pytest.approx(0.5)
+    assert nested_best_of_n(scores[perm], correct[perm], BestOfN(5)).accuracy == pytest.approx(0.5)
 
 
 def test_counts_equal_a_materialised_resample():
@@ -136,7 +136,11 @@ def test_counts_equal_a_materialised_resample():
     cp = rng.multinomial(n_, [1 / n_] * n_, size=g)
     cc = rng.multinomial(m_, [1 / m_] * m_, size=(g, n_))
     cr = rng.multinomial(r_, [1 / r_] * r_, size=(g, n_, m_))
-    grid = dict(n=[1, 3, TopK(2)], m=[1, 4, "exact"], r=[2, 5])
+    grid = dict(
+        n=[BestOfN(1), BestOfN(3), TopK(2)],
+        m=[BestOfN(1), BestOfN(4), "exact"],
+        r=[BestOfN(2), BestOfN(5)],
+    )
     sorted_scores = presort(scores)
     acc, win, _ = sweep_arrays(sorted_scores, correct, **grid, presorted=True,
                                counts={"proposals": cp, "critiques": cc, "rebuttals": cr})  # fmt: skip
@@ -160,7 +164,7 @@ def test_counts_on_a_presorted_critique_pool_equal_a_materialised_resample():
     correct = rng.integers(0, 2, (g, n_)).astype(float)
     cp = rng.multinomial(n_, [1 / n_] * n_, size=g)
     cc = rng.multinomial(m_, [1 / m_] * m_, size=(g, n_))
-    grid = dict(n=[1, 4], m=[1, 3, "top2"])
+    grid = dict(n=[BestOfN(1), BestOfN(4)], m=[None, BestOfN(3), "top2"])
     sorted_scores = presort(scores)  # critiques ascending: the critic's best first
     acc, win, _ = sweep_arrays(sorted_scores, correct, **grid, presorted=True,
                                counts={"proposals": cp,
@@ -176,9 +180,10 @@ def test_sweep_matches_single_solves_and_is_exported():
     rng = np.random.default_rng(2)
     scores = rng.random((2, 7, 5))
     correct = rng.integers(0, 2, (2, 7)).astype(float)
-    acc, win, w = sweep_arrays(scores, correct, [1, 4], [1, 3], want_weights=True)
+    acc, win, w = sweep_arrays(scores, correct, [BestOfN(1), BestOfN(4)], [BestOfN(1), BestOfN(3)],
+                               want_weights=True)  # fmt: skip
     for q in range(2):
-        res = debatelab.nested_best_of_n(scores[q], correct[q], 4, 3)
+        res = debatelab.nested_best_of_n(scores[q], correct[q], BestOfN(4), BestOfN(3))
         assert acc[q, 1, 1, 0] == pytest.approx(res.accuracy)
         assert win[q, 1, 1, 0] == pytest.approx(res.win_rate)
         assert np.allclose(w[q, 1, 1, 0], res.weights)
@@ -187,14 +192,37 @@ def test_sweep_matches_single_solves_and_is_exported():
 
 def test_bad_input_is_refused_clearly():
     with pytest.raises(ValueError, match="no critique axis"):
-        nested_best_of_n(np.random.rand(4), np.ones(4), 2, m=3)
+        nested_best_of_n(np.random.rand(4), np.ones(4), BestOfN(2), m=BestOfN(3))
     with pytest.raises(ValueError, match="no rebuttal axis"):
-        nested_best_of_n(np.random.rand(4, 2), np.ones(4), 2, r=3)
+        nested_best_of_n(np.random.rand(4, 2), np.ones(4), BestOfN(2), r=BestOfN(3))
     with pytest.raises(ValueError, match="correct must have shape"):
-        nested_best_of_n(np.random.rand(4, 2), np.ones(3), 2)
+        nested_best_of_n(np.random.rand(4, 2), np.ones(3), BestOfN(2))
     with pytest.raises(ValueError, match="non-empty"):
-        nested_best_of_n(np.zeros((0, 2)), np.ones(0), 2)
+        nested_best_of_n(np.zeros((0, 2)), np.ones(0), BestOfN(2))
     with pytest.raises(ValueError, match="NaN"):
-        nested_best_of_n(np.array([0.2, np.nan]), np.ones(2), 2)
+        nested_best_of_n(np.array([0.2, np.nan]), np.ones(2), BestOfN(2))
     with pytest.raises(ValueError, match="draws"):
         best_of_n_weights([0.1, 0.2], 0)
+    with pytest.raises(ValueError, match="ambiguous"):  # draws must be BestOfN, explicitly
+        nested_best_of_n(np.random.rand(4), np.ones(4), 3)
+    with pytest.raises(ValueError, match="ambiguous"):
+        sweep_arrays(np.random.rand(1, 4), np.ones((1, 4)), [BestOfN(2), 2])
+
+
+def test_unsorted_innermost_counts_are_sorted_along():
+    """Counts of the innermost level in the pool's own order (presorted=False) equal the same
+    resample given on presorted leaves."""
+    rng = np.random.default_rng(4)
+    scores = np.round(rng.random((2, 4, 3, 5)), 1)
+    correct = rng.integers(0, 2, (2, 4)).astype(float)
+    cr = rng.multinomial(5, [0.2] * 5, size=(2, 4, 3))
+    grid = dict(n=[BestOfN(3), "top2"], m=[BestOfN(2)], r=[BestOfN(4), "exact"])
+    acc, win, _ = sweep_arrays(scores, correct, **grid, counts={"rebuttals": cr})
+    order = np.argsort(-scores, axis=-1, kind="stable")
+    acc2, win2, _ = sweep_arrays(np.take_along_axis(scores, order, -1), correct, **grid,
+                                 counts={"rebuttals": np.take_along_axis(cr, order, -1)},
+                                 presorted=True)  # fmt: skip
+    np.testing.assert_allclose(acc, acc2, atol=1e-12)
+    np.testing.assert_allclose(win, win2, atol=1e-12)
+    with pytest.raises(ValueError, match="presorted"):
+        sweep_arrays(scores, correct, **grid, counts={"rebuttals_cumulative": cr.cumsum(-1)})

@@ -118,8 +118,8 @@ def config_param(f: ConfigField) -> click.Parameter:
     dashed = "--" + f.name.replace("_", "-")
     if f.type is bool:
         decl = f.metadata.get("flag") or (f"{dashed}/--no-{dashed[2:]}" if f.default else dashed)
-        return click.Option([decl, f.name], default=f.default, show_default=bool(f.default),
-                            help=f.help)  # fmt: skip
+        return click.Option([decl, f.name], is_flag="/" not in decl or None, default=f.default,
+                            show_default=bool(f.default), help=f.help)  # fmt: skip
     decl = f.metadata.get("flag", dashed)
     default = None if f.default is None else _shown_default(f)
     return click.Option([decl, f.name], type=_click_type(f), default=default,

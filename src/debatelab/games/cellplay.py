@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..geometry import all_masks, rank_masks
 from ..policies import as_policy
-from .grid import all_masks, rank_masks
 from .lines import claim_column, move_weights, node_values, root_claims, sym_reply
 from .solver import RULES
 from .tables import game_tables

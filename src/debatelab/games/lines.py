@@ -2,7 +2,11 @@
 
 The solver (:mod:`.solver`) returns root values for many images; the demo and the example-plays
 figure need the values at *every* node of one image's game, so that a player of any capability
-can move from any position. One backward pass over the subset tree gives them.
+can move from any position. One backward pass over the subset tree gives them: the values of
+:func:`.core.solve` on :func:`.core.reveal_game`, by the solver's fast reducer
+(:class:`.ranked.RankedChildren`, several times faster than the general one for a whole 36-cell
+game; tests/test_core.py checks every node). A player's move weights are the core's level
+reducer at one node.
 """
 
 from __future__ import annotations
@@ -11,8 +15,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..policies import as_policy, child_weights
-from .grid import all_masks
+from ..geometry import all_masks
+from .core import reduce_level
 from .ranked import RankedChildren, resolve
 from .solver import RULES, _claims, leaf_columns, normalise_capability
 from .tables import GameTables, check_game, game_tables
@@ -69,7 +73,7 @@ def move_weights(
     """The mover's weights over the options of ``node`` at level ``turn`` (A maximises, B
     minimises), as its rank policy puts them; options in the order of ``tables.children``."""
     kids = tables.children[turn][node]
-    return child_weights(values[turn + 1][column, kids], as_policy(policy), maximize=turn % 2 == 0)
+    return reduce_level(values[turn + 1][column, kids], policy, maximize=turn % 2 == 0).weights
 
 
 def principal_line(

@@ -7,6 +7,11 @@ product with their rank weights. The leaf quantity (``aux``, e.g. "the judge is 
 revealed mask") rides along in the same order; tied values share their rank block's mass, as in
 :mod:`debatelab.policies`, so nothing depends on how ties were sorted.
 
+This is the fast path of the game core's level reducer (:func:`.core.reduce_level`): the same
+values and carried quantities (tests/test_core.py ties each path to it: top-k prefix sums with
+tie blocks straddling the cut, exact and uniform play without a sort, and the weighted path,
+which applies the one tie rule, :func:`debatelab.policies.tie_shared`).
+
 Float32 values with an ``aux`` are sorted as one uint64 key (order-preserving bits of the value
 above the bits of ``aux``), which is several times faster than ``argsort`` plus gathers; float64
 values use ``argsort`` (exact, for checks against brute force).
@@ -230,11 +235,11 @@ class RankedChildren:
         for k in np.unique(ks):
             pick = np.flatnonzero(ks == k)
             if len(pick) == pick[-1] - pick[0] + 1:
-                pick = slice(pick[0], pick[-1] + 1)  # a view: results are written in place
+                pick = slice(pick[0], pick[-1] + 1)  # a view: divided in place
             rows = entries[pick]
             whole = all_rows and len(rows) == len(self.best)
             take = (lambda x: x) if whole else (lambda x: x[rows])  # noqa: B023
-            np.divide(take(self.value_sums[..., k - 1]), k, out=value[pick])
+            _divide_into(value, pick, take(self.value_sums[..., k - 1]), k)
             if aux is None:
                 continue
             sums = take(self.aux_sums[..., k - 1]).astype(np.float64)
@@ -243,7 +248,7 @@ class RankedChildren:
                 if straddle[0].size:
                     where = (rows[straddle[0]],) + straddle[1:]
                     sums[straddle] = self._shared_block_sum(where, int(k))
-            np.divide(sums, k, out=aux[pick])
+            _divide_into(aux, pick, sums, k)
         return value, aux
 
     def _shared_block_sum(self, where: tuple, k: int) -> np.ndarray:
@@ -274,3 +279,12 @@ class RankedChildren:
             hi = np.where(ne, mid, hi)
             lo = np.where(ne, lo, np.minimum(mid + 1, hi))
         return a, lo
+
+
+def _divide_into(out: np.ndarray, pick, x: np.ndarray, k: int) -> None:
+    """``out[pick] = x / k``: in place through a slice's view, by assignment for an index
+    array (``out[array]`` is a copy, which ``np.divide(..., out=)`` would fill and drop)."""
+    if isinstance(pick, slice):
+        np.divide(x, k, out=out[pick])
+    else:
+        out[pick] = x / k

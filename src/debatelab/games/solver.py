@@ -13,8 +13,10 @@ to the options at each node, 1 = exact play). A's claim is never quantilised: it
 argmax over classes of the game value (first class on exact ties; under ``sym`` B's class is the
 first argmin).
 
-Speed: subset backward induction over precomputed index tables (:mod:`.tables`); one sort per
-node for all capabilities that share the play below it (:mod:`.ranked`); everything vectorised
+The game is the core's subset game (:func:`.core.reveal_game`: the index tables of
+:mod:`.tables` as a stack of levels). Speed: subset backward induction over those tables; one
+sort per node for all capabilities that share the play below it (:mod:`.ranked`, the core's fast
+path: the same numbers as :func:`.core.reduce_level`, tests/test_core.py); everything vectorised
 over images and classes and chunked over images. :func:`solve_capabilities` solves many
 ``(k_A, k_B)`` at once, re-sorting a level only when the capabilities below it change.
 """
@@ -28,8 +30,9 @@ from math import comb
 import numpy as np
 
 from ..policies import BestOfN, Exact, RankPolicy, TopK, Uniform, as_policy
+from .core import Game, reveal_game
 from .ranked import RankedChildren, resolve
-from .tables import GameTables, check_game, game_tables
+from .tables import check_game
 
 RULES = ("asym", "sym", "last_b")
 
@@ -67,12 +70,12 @@ def normalise_capability(k) -> tuple:
     return (k, k)
 
 
-def _level_reducers(tables: GameTables, capability: tuple) -> tuple:
+def _level_reducers(game: Game, capability: tuple) -> tuple:
     """The resolved policy of the player to move at each level, clamped to its options."""
-    return tuple(resolve(capability[t % 2], n) for t, n in enumerate(tables.n_options))
+    return tuple(resolve(capability[t % 2], n) for t, n in enumerate(game.n_options))
 
 
-def _solve_columns(leaf: np.ndarray, leaf_aux, tables: GameTables, plans: list[tuple],
+def _solve_columns(leaf: np.ndarray, leaf_aux, game: Game, plans: list[tuple],
                    batch_elements: int = BATCH_ELEMENTS):  # fmt: skip
     """Root values and aux ``(n_plans, n_images, n_columns)`` by subset backward induction.
 
@@ -87,7 +90,8 @@ def _solve_columns(leaf: np.ndarray, leaf_aux, tables: GameTables, plans: list[t
     nonneg = bool(leaf.size) and bool(leaf.min() >= 0)  # averages of such values stay so
 
     def visit(t: int, child_values, child_aux, members: list[list[int]]):
-        table = tables.children[t]
+        level = game.levels[t]
+        table = level.children
         per_entry = child_values[0].size // child_values.shape[-1] * table.size
         step = max(1, batch_elements // per_entry)
         for lo in range(0, len(members), step):
@@ -97,7 +101,7 @@ def _solve_columns(leaf: np.ndarray, leaf_aux, tables: GameTables, plans: list[t
             if child_aux is not None:
                 src = child_aux if len(child_aux) == 1 else child_aux[lo:hi]
                 gathered_aux = src[..., table]
-            ranked = RankedChildren(gathered, gathered_aux, (t % 2 == 0), nonneg)
+            ranked = RankedChildren(gathered, gathered_aux, level.maximize, nonneg)
             del gathered, gathered_aux
             groups: dict = defaultdict(list)
             for e in range(lo, hi):
@@ -116,7 +120,7 @@ def _solve_columns(leaf: np.ndarray, leaf_aux, tables: GameTables, plans: list[t
             else:
                 visit(t - 1, v, a, [groups[key] for key in keys])
 
-    visit(tables.n_turns - 1, leaf[None], None if leaf_aux is None else leaf_aux[None],
+    visit(game.n_levels - 1, leaf[None], None if leaf_aux is None else leaf_aux[None],
           [list(range(len(plans)))])  # fmt: skip
     return values, auxes
 
@@ -144,7 +148,7 @@ def _monotone(k) -> bool:
     )
 
 
-def candidate_classes(leaf: np.ndarray, tables: GameTables) -> np.ndarray:
+def candidate_classes(leaf: np.ndarray, game: Game) -> np.ndarray:
     """Per image and column, whether it can be A's claim at some capability: ``(n, n_cols)``.
 
     Top-k (and best-of-n) averages are monotone in the children's values and lie between the
@@ -152,19 +156,19 @@ def candidate_classes(leaf: np.ndarray, tables: GameTables) -> np.ndarray:
     V(A uniform, B exact) and V(A exact, B uniform). A column whose upper bound is below another
     column's lower bound can never be the (exact, first-index) claim.
     """
-    bounds = [_level_reducers(tables, (Exact(), Uniform())),
-              _level_reducers(tables, (Uniform(), Exact()))]  # fmt: skip
-    values, _ = _solve_columns(leaf, None, tables, bounds)
+    bounds = [_level_reducers(game, (Exact(), Uniform())),
+              _level_reducers(game, (Uniform(), Exact()))]  # fmt: skip
+    values, _ = _solve_columns(leaf, None, game, bounds)
     return values[0] >= values[1].max(axis=1, keepdims=True)
 
 
-def _solve_candidates(leaf: np.ndarray, leaf_aux, tables: GameTables, plans: list[tuple]):
+def _solve_candidates(leaf: np.ndarray, leaf_aux, game: Game, plans: list[tuple]):
     """:func:`_solve_columns` on the candidate (image, column) pairs only, each as its own
     one-column game; the others get value -inf (never the claim) and aux NaN."""
-    img, col = np.nonzero(candidate_classes(leaf, tables))
+    img, col = np.nonzero(candidate_classes(leaf, game))
     rows = leaf[img, col][:, None, :]
     rows_aux = None if leaf_aux is None else leaf_aux[img]
-    v, a = _solve_columns(rows, rows_aux, tables, plans)
+    v, a = _solve_columns(rows, rows_aux, game, plans)
     values = np.full((len(plans),) + leaf.shape[:2], -np.inf, dtype=leaf.dtype)
     values[:, img, col] = v[:, :, 0]
     auxes = None
@@ -196,9 +200,9 @@ def _check_inputs(probs, n_cells, moves, rule, labels):
     return probs, moves, labels
 
 
-def default_chunk_images(tables: GameTables, n_columns: int) -> int:
+def default_chunk_images(game: Game, n_columns: int) -> int:
     """Images per chunk so that the largest sorted level stays near :data:`CHUNK_BYTES`."""
-    widest = max(n * o for n, o in zip(tables.n_nodes[:-1], tables.n_options, strict=True))
+    widest = max(n * o for n, o in zip(game.n_nodes[:-1], game.n_options, strict=True))
     return max(1, CHUNK_BYTES // (32 * widest * n_columns))
 
 
@@ -226,11 +230,11 @@ def solve_capabilities(
     probs, moves, labels = _check_inputs(probs, n_cells, moves, rule, labels)
     if len(capabilities) == 0:
         raise ValueError("give at least one capability (k_A, k_B)")
-    tables = game_tables(n_cells, moves)
-    plans = [_level_reducers(tables, normalise_capability(k)) for k in capabilities]
+    game = reveal_game(n_cells, moves)
+    plans = [_level_reducers(game, normalise_capability(k)) for k in capabilities]
     n_classes = probs.shape[2]
     n_columns = n_classes * n_classes if rule == "sym" else n_classes
-    step = chunk_images or default_chunk_images(tables, n_columns)
+    step = chunk_images or default_chunk_images(game, n_columns)
     parts = defaultdict(list)
     for lo in range(0, len(probs), step):
         chunk = probs[lo : lo + step]
@@ -241,9 +245,9 @@ def solve_capabilities(
             leaf_aux = correct[:, None, :].astype(probs.dtype)
         # the class bounds cost two exact solves: worth it for grids, not for one capability
         if prune and len(plans) > 2 and rule != "sym" and all(map(_monotone, capabilities)):
-            values, auxes = _solve_candidates(leaf, leaf_aux, tables, plans)
+            values, auxes = _solve_candidates(leaf, leaf_aux, game, plans)
         else:
-            values, auxes = _solve_columns(leaf, leaf_aux, tables, plans)
+            values, auxes = _solve_columns(leaf, leaf_aux, game, plans)
         claim, value, aux = _claims(values, auxes, rule, n_classes)
         parts["claim"].append(claim)
         parts["value"].append(value)

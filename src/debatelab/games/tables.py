@@ -5,7 +5,8 @@ cells revealed so far; whose turn it is follows from the set's size. Level ``t``
 ``moves = (m_0, m_1, ...)`` holds every set of ``m_0 + ... + m_{t-1}`` cells (combinations
 order); a node's children are its unions with each ``m_t``-subset of the unrevealed cells. The
 ordered tree (1.4M paths for 4 one-cell turns on 36 cells) collapses to 36 + 630 + 7,140 + 58,905
-nodes. Tables are built once per ``(n_cells, moves)`` and cached.
+nodes. Tables are built once per ``(n_cells, moves)`` and cached; :func:`.core.reveal_game` makes
+them the game core's stack of levels.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from math import comb
 
 import numpy as np
 
-from .grid import all_masks, rank_masks
+from ..geometry import all_masks, rank_masks
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..policies import BestOfN
 from .bootstrap import BootstrapConfig, BootstrapResult, bootstrap
 from .pools import MAIN_ARM, PoolSet
-from .solve import bon_policy, policy_label
+from .solve import policy_label
 from .sweeps import Sweep, SweepSpec, sweep
 
 
@@ -20,13 +21,13 @@ class BonConfig:
     """Grid and statistics of a best-of-N analysis."""
 
     n: tuple[int, ...] = tuple(range(1, 21))
-    """Proposer best-of-n values (the worms' axis)."""
+    """Proposer numbers of best-of-n draws (the worms' axis); each d is played as BestOfN(d)."""
     m: tuple[int, ...] = (1, 10)
-    """Critic best-of-m values (the meshes' second axis)."""
+    """Critic numbers of best-of-m draws (the meshes' second axis)."""
     r: tuple[int, ...] = (1, 10)
-    """Rebuttal best-of-r values."""
+    """Rebuttal numbers of best-of-r draws."""
     ref_n: int = 10
-    """Proposer pressure at which contrasts are reported (the largest n if not in the grid)."""
+    """Proposer draws at which contrasts are reported (the largest n if not in the grid)."""
     bootstrap: BootstrapConfig = field(default_factory=BootstrapConfig)
     """Bootstrap settings."""
     seed: int = 0
@@ -38,6 +39,10 @@ class BonConfig:
             if not vals or min(vals) < 1:
                 raise ValueError(f"{name} needs positive integers, got {getattr(self, name)!r}")
             object.__setattr__(self, name, vals)
+
+    def policies(self, axis: str) -> tuple[BestOfN, ...]:
+        """The draws of one axis ('n', 'm' or 'r') as rank policies: ``BestOfN(d)``."""
+        return tuple(BestOfN(d) for d in getattr(self, axis))
 
     @property
     def ref_index(self) -> int:
@@ -65,7 +70,8 @@ class BonAnalysis:
 def default_specs(pools: PoolSet, cfg: BonConfig) -> tuple[SweepSpec, ...]:
     arms = [MAIN_ARM] + [a for a in pools.arms if a != MAIN_ARM] if MAIN_ARM in pools.arms \
         else list(pools.arms)  # fmt: skip
-    return tuple(SweepSpec(proto, cfg.n, cfg.m, cfg.r, arm)
+    n, m, r = cfg.policies("n"), cfg.policies("m"), cfg.policies("r")
+    return tuple(SweepSpec(proto, n, m, r, arm)
                  for arm in arms for proto in pools.protocols(arm))  # fmt: skip
 
 
@@ -99,7 +105,7 @@ def standard_contrasts(res: BonAnalysis) -> list[dict]:
     reference n (first m and r are the unoptimised baselines when they are 1)."""
     cfg, specs = res.config, res.specs
     k = cfg.ref_index
-    n_lab = policy_label(bon_policy(cfg.n[k]))
+    n_lab = policy_label(cfg.policies("n")[k])
     out = []
 
     def add(name, a, b):
@@ -186,7 +192,7 @@ def _ci(est, lo, hi, scale=100.0) -> str:
 def markdown_report(res: BonAnalysis, pools: PoolSet, source: str) -> str:
     cfg, boot = res.config, res.boot
     k = cfg.ref_index
-    n_lab = policy_label(bon_policy(cfg.n[k]))
+    n_lab = policy_label(cfg.policies("n")[k])
     pct = round(100 * cfg.bootstrap.confidence)
     lines = [
         "# Best-of-N debate proxy", "",
@@ -246,7 +252,7 @@ def key_metrics(res: BonAnalysis) -> dict:
     for i, s in enumerate(res.specs):
         for metric in ("accuracy", "win_rate"):
             est, lo, hi = res.boot.value(i, metric, (k, 0, 0))
-            out[f"{s.key}/{metric}@{policy_label(bon_policy(res.config.n[k]))}"] = {
+            out[f"{s.key}/{metric}@{policy_label(res.config.policies('n')[k])}"] = {
                 "estimate": est, "low": lo, "high": hi}  # fmt: skip
     out["contrasts"] = res.contrasts
     return out

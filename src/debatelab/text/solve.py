@@ -1,11 +1,20 @@
-"""Nested best-of-n solve of finite debate pools on the rank-policy core.
+"""Nested best-of-n solve of finite debate pools on the game core.
 
 From the inside out: the rebuttal player maximises the judge score over each critique's
 rebuttals, the critic minimises over each proposal's critiques, the proposer maximises over its
-proposals. Each player is a rank policy (``debatelab.policies``); an int means best-of-n with
-replacement (``BestOfN``), so quantilisers (``TopK``) and exact play (``Exact``) plug in the same
-way. Proposer accuracy is the expected correctness of the selected proposal, its win rate the
-expected judge score.
+proposals. Each player is a rank policy (``debatelab.policies``): best-of-n with replacement is
+``BestOfN(draws)``, quantilisers ``TopK(k)``, exact play ``Exact()``; None leaves a level
+unoptimised (one draw). Numbers of draws are converted to policies explicitly at the config edges
+(``SweepSpec``, ``BonConfig``, :func:`draws_policy`); the solver refuses a bare int, which the rest
+of the library (:func:`debatelab.policies.as_policy`) reads as top-k. Proposer accuracy is the
+expected correctness of the selected proposal (the quantity the image games carry as judge
+accuracy), its win rate the expected judge score.
+
+:func:`nested_best_of_n` is the general path: the pool as a game
+(:func:`debatelab.games.core.pool_game`) solved by the core's one level reducer. :func:`sweep_arrays` is the fast path for grids
+of policies and bootstrap resamples: inner levels reduce values only (:func:`level_values`, which
+needs no tie sharing), presorted leaves are sorted once, and the proposer level is the core reducer
+(:func:`proposer_level`). Both give the same numbers (tests/test_core.py).
 
 Every level can take multiplicities (``counts``): a pool in which element j appears ``counts[j]``
 times, as in a bootstrap resample. Element j then occupies ranks ``start_j + 1 .. start_j +
@@ -17,23 +26,53 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
-from ..policies import BestOfN, Exact, RankPolicy, TopK, Uniform, as_policy, child_weights
+from ..games.core import reduce_level, solve_pool
+from ..policies import (
+    BestOfN,
+    Exact,
+    RankPolicy,
+    TopK,
+    Uniform,
+    as_policy,
+    child_weights,
+    cumulative_weights,
+)
 
-PolicySpec = RankPolicy | int | str | None
+PolicySpec = RankPolicy | str | None
+_KNOWN = (BestOfN, TopK, Exact, Uniform)
 
 
-def bon_policy(spec: PolicySpec) -> RankPolicy:
-    """A player's policy: an int n is best-of-n (``BestOfN(n)``), None is unoptimised play
-    (best-of-1, i.e. uniform); strings as in ``as_policy`` ('exact', 'top5', 'bo10', 'uniform')."""
+def _is_number(spec) -> bool:
+    return (isinstance(spec, int | np.integer) and not isinstance(spec, bool)) or (
+        isinstance(spec, str) and spec.strip().isdigit())  # fmt: skip
+
+
+def text_policy(spec: PolicySpec) -> RankPolicy:
+    """A player's policy in a text solve: a rank policy, a policy string ('exact', 'uniform',
+    'top5', 'bo10'), or None for unoptimised play (one draw, ``BestOfN(1)``). A bare number is
+    refused: give ``BestOfN(d)`` for d draws (:func:`draws_policy`) or ``TopK(k)``."""
+    if isinstance(spec, _KNOWN):
+        return spec
     if spec is None:
         return BestOfN(1)
+    if _is_number(spec):
+        raise ValueError(
+            f"a bare number {spec!r} is ambiguous as a text player's policy: give BestOfN({spec}) "
+            f"for {spec} best-of-n draws (draws_policy) or TopK({spec}) for a top-k quantiliser"
+        )
+    return as_policy(spec)
+
+
+def draws_policy(spec: int | PolicySpec) -> RankPolicy:
+    """The draws edge of the text API: an int d is a number of best-of-n draws, ``BestOfN(d)``;
+    None is one draw (unoptimised play); policies and policy strings pass through
+    (:func:`text_policy`)."""
     if isinstance(spec, int | np.integer) and not isinstance(spec, bool):
         return BestOfN(int(spec))
-    return as_policy(spec)
+    return text_policy(spec)
 
 
 def policy_label(policy: RankPolicy) -> str:
@@ -49,31 +88,16 @@ def policy_label(policy: RankPolicy) -> str:
 
 
 def best_of_n_weights(scores, n: int, maximize: bool = True) -> np.ndarray:
-    """Selection probabilities of best-of-``n`` with replacement over the last axis of
+    """Selection probabilities of best-of-``n`` draws with replacement over the last axis of
     ``scores``; tied scores share their block's mass equally."""
     scores = np.asarray(scores, dtype=np.float64)
     if scores.ndim == 0 or scores.shape[-1] == 0:
         raise ValueError("best_of_n_weights needs a non-empty pool of scores")
-    return child_weights(scores, bon_policy(int(n)), maximize)
-
-
-@lru_cache(maxsize=4096)
-def _cumulative(policy: RankPolicy, size: int) -> np.ndarray:
-    """(size + 1,) cumulative rank weights: entry k is the mass of ranks 1..k."""
-    return np.concatenate([[0.0], np.cumsum(policy.rank_weights(size))])
+    return child_weights(scores, BestOfN(int(n)), maximize)
 
 
 def _cum_table(policies: Sequence[RankPolicy], size: int) -> np.ndarray:
-    return np.stack([_cumulative(p, size) for p in policies])  # (P, size + 1)
-
-
-def _rank_mass(cum: np.ndarray, sorted_counts: np.ndarray | None, size: int) -> np.ndarray:
-    """Weights ``(P, ..., K)`` of sorted elements with multiplicities (None: all one)."""
-    if sorted_counts is None:
-        return np.diff(cum, axis=-1)  # (P, K)
-    end = np.cumsum(sorted_counts, axis=-1)
-    start = end - sorted_counts
-    return cum[:, end] - cum[:, start]
+    return np.stack([cumulative_weights(p, size) for p in policies])  # (P, size + 1)
 
 
 def level_values(values, policies: Sequence[RankPolicy], maximize: bool, counts=None,
@@ -84,9 +108,12 @@ def level_values(values, policies: Sequence[RankPolicy], maximize: bool, counts=
     the values are already sorted best-first for the player and counts are in that order;
     ``cumulative`` may then replace ``counts`` by their running sums along the pool, either as
     an array ``(..., K)`` or as ``(bank, pick)``: a bank of running sums ``(B, K)`` and the
-    bank row ``(...)`` of each pool. Ties do not change a value, so need no sharing here.
+    bank row ``(...)`` of each pool. Each pool's counts sum to its size ``K`` (a resample).
+    Ties do not change a value, so need no sharing here. The fast value-only kernel of the
+    bootstrap: the same numbers as the core reducer (tests/test_core.py).
     """
     values = np.asarray(values, dtype=np.float64)
+    policies = [text_policy(p) for p in policies]
     size = values.shape[-1]
     cum = _cum_table(policies, size)
     if presorted:
@@ -117,55 +144,17 @@ def _rowdot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.matmul(a[..., None, :], b[..., :, None])[..., 0, 0]
 
 
-def _tie_share(sorted_values: np.ndarray, weights: np.ndarray, counts) -> np.ndarray:
-    """Spread each tie block's mass over its copies: ``weights (P, ..., K)`` of sorted values
-    ``(..., K)`` with multiplicities ``counts`` (None: one each)."""
-    k = sorted_values.shape[-1]
-    new_block = np.ones(sorted_values.shape, dtype=bool)
-    new_block[..., 1:] = sorted_values[..., 1:] != sorted_values[..., :-1]
-    if new_block.all():
-        return weights
-    rows = int(np.prod(sorted_values.shape[:-1], dtype=np.int64))
-    ids = (np.cumsum(new_block, axis=-1) - 1).reshape(rows, k) + k * np.arange(rows)[:, None]
-    ids = ids.ravel()
-    c = np.ones(rows * k) if counts is None else np.asarray(counts, np.float64).reshape(-1)
-    size = np.bincount(ids, weights=c, minlength=rows * k)
-    out = np.empty_like(weights)
-    for p in range(weights.shape[0]):
-        mass = np.bincount(ids, weights=weights[p].reshape(-1), minlength=rows * k)
-        share = np.divide(mass, size, out=np.zeros_like(mass), where=size > 0)
-        out[p] = (share[ids] * c).reshape(weights.shape[1:])
-    return out
-
-
 def proposer_level(values, correct, policies: Sequence[RankPolicy], counts=None,
                    want_weights: bool = False):  # fmt: skip
-    """Proposer best-first over ``values (..., N)`` with ``correct (..., N)`` (broadcastable).
+    """Proposer best-first over ``values (..., N)`` with ``correct (..., N)`` (broadcastable):
+    the core's level reducer (:func:`debatelab.games.core.reduce_level`).
 
     Returns ``(accuracy, win_rate, weights)`` with accuracy and win rate ``(P, ...)`` and
     weights ``(P, ..., N)`` in the original proposal order (or None unless ``want_weights``).
     Tied values share their block's mass.
     """
-    values = np.asarray(values, dtype=np.float64)
-    size = values.shape[-1]
-    correct = np.broadcast_to(np.asarray(correct, dtype=np.float64), values.shape)
-    order = np.argsort(-values, axis=-1, kind="stable")
-    s = np.take_along_axis(values, order, axis=-1)
-    cs = np.take_along_axis(correct, order, axis=-1)
-    c = None if counts is None else np.take_along_axis(
-        np.broadcast_to(counts, values.shape), order, axis=-1)  # fmt: skip
-    cum = _cum_table(policies, size)
-    w = _rank_mass(cum, c, size)
-    if c is None:
-        w = w.reshape((len(policies),) + (1,) * (values.ndim - 1) + (size,))
-    w = _tie_share(s, np.ascontiguousarray(np.broadcast_to(w, (len(policies),) + values.shape)), c)
-    accuracy = (w * cs).sum(axis=-1)
-    win_rate = (w * s).sum(axis=-1)
-    weights = None
-    if want_weights:
-        weights = np.empty_like(w)
-        np.put_along_axis(weights, np.broadcast_to(order, w.shape), w, axis=-1)
-    return accuracy, win_rate, weights
+    play = reduce_level(values, [text_policy(p) for p in policies], True, counts, correct)
+    return play.carried, play.values, play.weights if want_weights else None
 
 
 @dataclass(frozen=True)
@@ -193,37 +182,54 @@ def presort(scores) -> np.ndarray:
     return scores
 
 
+def _innermost(depth: int) -> str | None:
+    return {2: "critiques", 3: "rebuttals"}.get(depth)
+
+
 def sweep_arrays(scores, correct, n, m=(None,), r=(None,), counts=None, want_weights=False,
                  presorted=False):  # fmt: skip
     """Solve stacked pools for every combination of proposer, critic and rebuttal policies.
 
     ``scores`` is ``(G, N)``, ``(G, N, M)`` or ``(G, N, M, R)`` for G questions of one shape and
-    ``correct`` ``(G, N)``; ``n``, ``m``, ``r`` are sequences of policy specs (ints are
-    best-of-n). ``counts`` optionally maps 'proposals', 'critiques', 'rebuttals' to
-    multiplicities of the same shape as the level's pool. With ``presorted`` the innermost axis
-    is already sorted best-first for its player (``presort``) and that level's counts are given
-    in sorted order (a resample of an exchangeable pool needs no order), so repeated solves of
-    one pool (the bootstrap) sort the leaves once; the innermost level's counts may then be
-    given as running sums under '<level>_cumulative' instead.
+    ``correct`` ``(G, N)``; ``n``, ``m``, ``r`` are sequences of rank policies (or policy
+    strings; None is one draw; see :func:`text_policy`: numbers of draws must already be
+    ``BestOfN``). ``counts`` optionally maps 'proposals', 'critiques', 'rebuttals' to
+    multiplicities of the same shape as the level's pool (each pool's counts summing to its
+    size, as in a resample). With ``presorted`` the innermost axis is already sorted best-first
+    for its player (``presort``) and that level's counts are given in sorted order (a resample of
+    an exchangeable pool needs no order), so repeated solves of one pool (the bootstrap) sort the
+    leaves once; the innermost level's counts may then be given as running sums under
+    '<level>_cumulative' instead.
     Returns accuracy and win rate ``(G, len n, len m, len r)`` and, with ``want_weights``, the
     proposer weights ``(G, len n, len m, len r, N)``.
     """
     scores = np.asarray(scores, dtype=np.float64)
     depth = scores.ndim - 1
-    counts = counts or {}
-    pn = [bon_policy(x) for x in n]
-    pm = [bon_policy(x) for x in (m if depth >= 2 else (None,))]
-    pr = [bon_policy(x) for x in (r if depth >= 3 else (None,))]
-    s = scores if presorted else presort(scores)
+    counts = dict(counts or {})
+    pn = [text_policy(x) for x in n]
+    pm = [text_policy(x) for x in (m if depth >= 2 else (None,))]
+    pr = [text_policy(x) for x in (r if depth >= 3 else (None,))]
+    inner = _innermost(depth)
+    if presorted:
+        s = scores
+    elif inner is not None and counts.get(inner) is not None:  # sort the counts along
+        order = np.argsort(-scores if depth == 3 else scores, axis=-1, kind="stable")
+        s = np.take_along_axis(scores, order, axis=-1)
+        counts[inner] = np.take_along_axis(np.broadcast_to(counts[inner], scores.shape), order,
+                                           axis=-1)  # fmt: skip
+    else:
+        s = presort(scores)
+    if not presorted and inner is not None and counts.get(f"{inner}_cumulative") is not None:
+        raise ValueError(f"'{inner}_cumulative' counts need presorted pools (presorted=True)")
     if depth == 3:
         v = level_values(s, pr, True, counts.get("rebuttals"), True,
                          counts.get("rebuttals_cumulative"))  # (Pr, G, N, M)  # fmt: skip
     else:
         v = s[None]  # (1, G, N[, M])
     if depth >= 2:
-        inner = depth == 2
-        v = level_values(v, pm, False, counts.get("critiques"), inner,
-                         counts.get("critiques_cumulative") if inner else None)  # fmt: skip
+        top = depth == 2
+        v = level_values(v, pm, False, counts.get("critiques"), top,
+                         counts.get("critiques_cumulative") if top else None)  # fmt: skip
     else:
         v = v[None]  # (1, 1, G, N)
     acc, win, w = proposer_level(v, np.asarray(correct)[None, None], pn, counts.get("proposals"),
@@ -237,13 +243,14 @@ def sweep_arrays(scores, correct, n, m=(None,), r=(None,), counts=None, want_wei
 
 def nested_best_of_n(scores, correct, n: PolicySpec, m: PolicySpec = None,
                      r: PolicySpec = None) -> NestedResult:  # fmt: skip
-    """Nested best-of-n over one question's pool.
+    """Nested best-of-n over one question's pool, solved by the game core.
 
     ``scores`` ``(N,)``: proposal only; ``(N, M)``: proposal + critique; ``(N, M, R)``: proposal
     + critique + rebuttal, each leaf the judge's score in [0, 1]. ``correct`` ``(N,)``. ``n``
-    (proposer, maximising), ``m`` (critic, minimising), ``r`` (rebuttal, maximising) are ints for
-    best-of-n, rank policies (``TopK``, ``Exact``, ``Uniform``) or policy strings; None leaves a
-    level unoptimised (best-of-1). Giving ``m`` or ``r`` for a level the pool lacks is an error.
+    (proposer, maximising), ``m`` (critic, minimising), ``r`` (rebuttal, maximising) are rank
+    policies (``BestOfN(draws)``, ``TopK(k)``, ``Exact()``, ``Uniform()``) or policy strings
+    ('bo8', 'top3', 'exact'); None leaves a level unoptimised (one draw). A bare int is refused
+    (``BestOfN(d)`` for d draws). Giving ``m`` or ``r`` for a level the pool lacks is an error.
     """
     scores = np.asarray(scores, dtype=np.float64)
     correct = np.asarray(correct, dtype=np.float64)
@@ -258,12 +265,7 @@ def nested_best_of_n(scores, correct, n: PolicySpec, m: PolicySpec = None,
         raise ValueError("m (critic policy) given but scores have no critique axis")
     if r is not None and scores.ndim < 3:
         raise ValueError("r (rebuttal policy) given but scores have no rebuttal axis")
-    acc, win, w = sweep_arrays(scores[None], correct[None], [n], [m], [r], want_weights=True)
-    weights = w[0, 0, 0, 0]
-    pr = [bon_policy(r)]
-    v = scores
-    if scores.ndim == 3:
-        v = level_values(v, pr, True)[0]
-    if v.ndim == 2:
-        v = level_values(v, [bon_policy(m)], False)[0]
-    return NestedResult(float(acc[0, 0, 0, 0]), float(win[0, 0, 0, 0]), weights, v)
+    policies = [text_policy(x) for x in (n, m, r)[: scores.ndim]]
+    sol = solve_pool(scores, correct, policies)
+    return NestedResult(float(sol.root_carried[0]), float(sol.root_value[0]),
+                        sol.weights[0][0], sol.values[1])  # fmt: skip

@@ -12,22 +12,30 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..policies import RankPolicy
 from .pools import MAIN_ARM, PoolSet, protocol_depth, protocol_name
-from .solve import PolicySpec, bon_policy, policy_label, sweep_arrays
+from .solve import PolicySpec, draws_policy, policy_label, sweep_arrays
+
+DrawsSpec = int | PolicySpec
 
 
 @dataclass(frozen=True)
 class SweepSpec:
-    """One protocol of one proposer arm over a grid of player policies."""
+    """One protocol of one proposer arm over a grid of player policies.
+
+    ``n``, ``m`` and ``r`` are given as numbers of best-of-n draws (ints) or as rank policies
+    (``TopK(3)``, ``Exact()``, 'top3', ...); this is a config edge: ints become ``BestOfN(d)``
+    here (:func:`~debatelab.text.solve.draws_policy`), so the fields hold rank policies."""
 
     protocol: str
     """'proposal', 'critique' or 'rebuttal'."""
-    n: tuple[PolicySpec, ...] = tuple(range(1, 21))
-    """Proposer policies (ints are best-of-n)."""
-    m: tuple[PolicySpec, ...] = (None,)
-    """Critic policies; ignored (one unoptimised entry) for the proposal-only protocol."""
-    r: tuple[PolicySpec, ...] = (None,)
-    """Rebuttal policies; ignored unless the protocol has rebuttals."""
+    n: tuple[DrawsSpec, ...] = tuple(range(1, 21))
+    """Proposer policies: ints are numbers of best-of-n draws (``BestOfN``)."""
+    m: tuple[DrawsSpec, ...] = (None,)
+    """Critic policies (ints: draws); ignored (one unoptimised entry) for the proposal-only
+    protocol."""
+    r: tuple[DrawsSpec, ...] = (None,)
+    """Rebuttal policies (ints: draws); ignored unless the protocol has rebuttals."""
     arm: str = MAIN_ARM
     """Proposer pool: 'main' or a control arm."""
 
@@ -39,14 +47,18 @@ class SweepSpec:
             vals = tuple(getattr(self, name)) if depth >= needed else (None,)
             if not vals:
                 raise ValueError(f"SweepSpec.{name} must not be empty")
-            object.__setattr__(self, name, vals)
+            object.__setattr__(self, name, tuple(draws_policy(v) for v in vals))
 
     @property
     def key(self) -> str:
         return f"{self.arm}/{self.protocol}" if self.arm != MAIN_ARM else self.protocol
 
     def labels(self, axis: str) -> list[str]:
-        return [policy_label(bon_policy(x)) for x in getattr(self, axis)]
+        return [policy_label(x) for x in getattr(self, axis)]
+
+    def policies(self, axis: str) -> tuple[RankPolicy, ...]:
+        """The rank policies of one axis ('n', 'm' or 'r')."""
+        return getattr(self, axis)
 
 
 @dataclass(frozen=True, eq=False)
@@ -93,13 +105,14 @@ def sweep(pools: PoolSet, spec: SweepSpec, question_ids: Sequence[str] | None = 
     return Sweep(spec, ids, acc, win)
 
 
-def worm(pools: PoolSet, protocol: str, n=tuple(range(1, 21)), m: PolicySpec = None,
-         r: PolicySpec = None, arm: str = MAIN_ARM, question_ids=None) -> Sweep:  # fmt: skip
-    """Proposer pressure n at one critic policy ``m`` and rebuttal policy ``r``."""
+def worm(pools: PoolSet, protocol: str, n=tuple(range(1, 21)), m: DrawsSpec = None,
+         r: DrawsSpec = None, arm: str = MAIN_ARM, question_ids=None) -> Sweep:  # fmt: skip
+    """Proposer pressure n at one critic policy ``m`` and rebuttal policy ``r`` (ints are
+    numbers of best-of-n draws, as in :class:`SweepSpec`)."""
     return sweep(pools, SweepSpec(protocol, tuple(n), (m,), (r,), arm), question_ids)
 
 
 def mesh(pools: PoolSet, protocol: str, n=tuple(range(1, 21)), m=tuple(range(1, 21)),
-         r: PolicySpec = None, arm: str = MAIN_ARM, question_ids=None) -> Sweep:  # fmt: skip
-    """The n x m grid at one rebuttal policy ``r``."""
+         r: DrawsSpec = None, arm: str = MAIN_ARM, question_ids=None) -> Sweep:  # fmt: skip
+    """The n x m grid at one rebuttal policy ``r`` (ints are numbers of best-of-n draws)."""
     return sweep(pools, SweepSpec(protocol, tuple(n), tuple(m), (r,), arm), question_ids)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..policies import BestOfN
 from .pools import MAIN_ARM, PROTOCOLS, PoolSet, QuestionPool, protocol_name
 
 
@@ -152,11 +153,15 @@ def _critic_values(cfg: SyntheticConfig, b: np.ndarray, c: float, m: int) -> np.
     return _sigmoid(b[:, None] + offsets[None, :]) @ pick
 
 
-def population_metrics(config: SyntheticConfig, protocol: str, n: int, m: int = 1,
-                       arm: str = MAIN_ARM) -> tuple[float, float]:  # fmt: skip
+def population_metrics(config: SyntheticConfig, protocol: str, n: int | BestOfN,
+                       m: int | BestOfN = 1, arm: str = MAIN_ARM) -> tuple[float, float]:  # fmt: skip
     """True (accuracy, win rate) of best-of-n proposer play (and best-of-m critic play) against
-    infinite pools, averaged over the question population. Proposal and critique protocols."""
+    infinite pools, averaged over the question population. Proposal and critique protocols.
+    ``n`` and ``m`` are numbers of draws (or ``BestOfN`` policies): the estimand of a sweep at
+    ``BestOfN(n)``, ``BestOfN(m)``."""
     cfg = config
+    n = n.draws if isinstance(n, BestOfN) else int(n)
+    m = m.draws if isinstance(m, BestOfN) else int(m)
     proto = protocol_name(protocol)
     if proto == "rebuttal":
         raise NotImplementedError("population_metrics covers the proposal and critique protocols")
