@@ -480,7 +480,7 @@ def test_text_numbers_are_draws_only_where_said():
     for bad in (3, np.int64(3), "3"):
         with pytest.raises(ValueError, match="ambiguous"):
             text_policy(bad)
-    from debatelab.text.analysis import BonConfig
+    from debatelab.experiments.bon_report import BonConfig
     from debatelab.text.sweeps import SweepSpec
 
     spec = SweepSpec("rebuttal", (1, 4), (2, "exact"), (TopK(2),))

@@ -55,8 +55,13 @@ def test_unknown_names_are_attribute_errors():
     assert "JudgeCNN" in dir(debatelab)
 
 
-@pytest.mark.parametrize("module", ["debatelab.policies", "debatelab.errors", "debatelab.paths"])
+LIGHT = ["debatelab.policies", "debatelab.errors", "debatelab.paths", "debatelab.text",
+         "debatelab.games", "debatelab.games.core", "debatelab.geometry", "debatelab.interfaces",
+         "debatelab.configs", "debatelab.resume", "debatelab.experiments"]  # fmt: skip
+
+
+@pytest.mark.parametrize("module", LIGHT)
 def test_light_modules_stay_free_of_torch(module):
-    # debatelab.text is not here: its solve imports debatelab.games.core, and the games package
-    # imports debatelab.geometry, which imports torch.
+    """The game core, the text proxy and the spine's joints are numpy only: they load without
+    torch, matplotlib, FastAPI or zarr."""
     assert _loaded_after(f"import {module}")["heavy"] == []

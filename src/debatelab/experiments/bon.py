@@ -12,7 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..report.runs import RunFolder
-from ..text.analysis import (
+from ..text.readers import read_pools
+from ..text.synthetic import SyntheticConfig, synthetic_pools
+from .bon_report import (
     BonConfig,
     analyse,
     grid_rows,
@@ -22,8 +24,6 @@ from ..text.analysis import (
     to_csv,
     write_figures,
 )
-from ..text.readers import read_pools
-from ..text.synthetic import SyntheticConfig, synthetic_pools
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..policies import BestOfN
-from .bootstrap import BootstrapConfig, BootstrapResult, bootstrap
-from .pools import MAIN_ARM, PoolSet
-from .solve import policy_label
-from .sweeps import Sweep, SweepSpec, sweep
+from ..text.bootstrap import BootstrapConfig, BootstrapResult, bootstrap
+from ..text.pools import MAIN_ARM, PoolSet
+from ..text.solve import policy_label
+from ..text.sweeps import Sweep, SweepSpec, sweep
 
 
 @dataclass(frozen=True)
