@@ -6,10 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..data import load_variant
 from ..report.runs import RunFolder
-from ..store import parse_images
-from .setup import JudgeSetupConfig, dump_store, prepare_judges
+from .setup import JudgeSetupConfig, judges_and_store
 
 
 @dataclass
@@ -22,11 +20,6 @@ class DumpConfig(JudgeSetupConfig):
 
 def run(config: DumpConfig, folder: RunFolder) -> dict:
     """The experiment shape: judges and the store; returns ``{"complete": ...}``."""
-    folder.seeds["train"] = config.seed
-    data = load_variant(config.variant, folder.data_dir)
-    parse_images(config.images, len(data.x_test))  # a bad range fails before any training
-    setup = prepare_judges(config, folder.data_dir, folder.cache_dir, folder.progress, data=data)
-    store = dump_store(setup, config.images, folder.cache_dir, progress=folder.progress)
-    folder.extra["store"] = str(store.path)
+    setup, store = judges_and_store(config, folder)
     folder.echo(f"store: {store.path}")
     return {"complete": store.complete}

@@ -264,7 +264,7 @@ def report_text(cfg: PixelExperimentConfig, m: dict) -> str:
         f"# Sparse-pixel MNIST debate, {cfg.pixels} pixels",
         "",
         f"Test images {m['image_range'][0]}:{m['image_range'][1]} ({m['n_images']}); {budget}; "
-        f"{cfg.first} reveals first; judge seed {cfg.judge_seed}, {cfg.judge_epochs} epochs.",
+        f"{cfg.first} reveals first; judge seed {cfg.judge_config().seed}, {cfg.judge_epochs} epochs.",
         "",
         "| measure | this run, % | published, % |",
         "|---|---|---|",

@@ -117,3 +117,16 @@ def exact_metrics(setup: JudgeSetup, store: AllMaskStore) -> dict[str, float]:
     metrics.update(reference_columns(store.iter_chunks(), y, gold_pred))
     metrics["n_images"] = len(y)
     return metrics
+
+
+def judges_and_store(config: JudgeSetupConfig, folder) -> tuple[JudgeSetup, AllMaskStore]:
+    """Both judges (cached or trained) and the sparse judge's all-mask store on
+    ``config.images``, for an experiment writing into run folder ``folder``; a bad image range
+    fails before any training."""
+    folder.seeds["train"] = config.seed
+    data = load_variant(config.variant, folder.data_dir)
+    parse_images(config.images, len(data.x_test))
+    setup = prepare_judges(config, folder.data_dir, folder.cache_dir, folder.progress, data=data)
+    store = dump_store(setup, config.images, folder.cache_dir, progress=folder.progress)
+    folder.extra["store"] = str(store.path)
+    return setup, store

@@ -14,7 +14,7 @@ from ..report.runs import RunFolder
 from ..report.tables import setup_table
 from ..resume import KeyedPieces
 from ..store import image_slice
-from .setup import JudgeSetupConfig, dump_store, prepare_judges
+from .setup import JudgeSetupConfig, judges_and_store
 from .sweep import SweepPlan, exact_columns
 
 
@@ -33,16 +33,13 @@ def run(config: SweepConfig, folder: RunFolder) -> dict:
     capability, from the cached all-mask probabilities (computed first if missing); arrays,
     curves, heat maps, example plays, the best-capability table and a report into ``folder``.
     An interrupted sweep resumes from its finished chunks when run again into the same folder."""
-    folder.seeds["train"] = config.seed
-    setup = prepare_judges(config, folder.data_dir, folder.cache_dir, folder.progress)
-    store = dump_store(setup, config.images, folder.cache_dir, progress=folder.progress)
+    setup, store = judges_and_store(config, folder)
     sl = image_slice(store.attrs)
     x = setup.data.x_test[sl]
     metrics = frozen_judge_sweep(
         folder, store, setup.data.y_test[sl].numpy(), config.variant, config.images, config.seed,
         test_images=x[:256].numpy(), workers=config.workers, progress=folder.progress,
     )  # fmt: skip
-    folder.extra["store"] = str(store.path)
     shown = {k: round(100 * v, 2) for k, v in metrics.items()
              if k.endswith("_accuracy") and not k.startswith("zero")}  # fmt: skip
     folder.echo(json.dumps(shown, indent=2))

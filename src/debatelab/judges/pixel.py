@@ -168,7 +168,7 @@ class PixelJudge:
         if max_batch < 1:
             raise ValueError(f"max_batch must be >= 1, got {max_batch}")
         self.model = model.to(device).eval()
-        self.n_classes = model.n_classes
+        self.n_classes = getattr(model, "n_classes", 10)  # MNIST digits unless it says
         self.device = device
         self.max_batch = max_batch
         self.evaluations = 0
