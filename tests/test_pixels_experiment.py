@@ -54,6 +54,11 @@ def test_pixels_command_writes_a_run_folder_and_resumes(stand_ins, tmp_path, mon
     assert metrics["honest_win_rate_precommit"] == pytest.approx(expected)
     assert (out / "examples.png").stat().st_size > 0
     assert (out / "manifest.json").exists() and (out / "report.md").exists()
+    # other settings are refused, naming them, and touch nothing
+    refused = CliRunner().invoke(main, ["pixels", *args, "--rollouts", "4", "--first", "honest"])
+    assert refused.exit_code == 1 and "holds a run with other settings" in refused.output
+    assert "rollouts (--rollouts): 3 there, 4 now" in refused.output
+    assert "first (--first): 'liar' there, 'honest' now" in refused.output
     # a rerun into the same folder replays nothing: every chunk is stored
     monkeypatch.setattr(experiment, "play", lambda *a, **k: pytest.fail("replayed a chunk"))
     again = CliRunner().invoke(main, ["pixels", *args])

@@ -114,8 +114,43 @@ def test_workers_may_change_on_resume(tmp_path):
     from debatelab.experiments.sweep_report import SweepConfig
 
     RunFolder(tmp_path / "r", "sweep", SweepConfig(workers=1))
+    (tmp_path / "r" / "chunks").mkdir()  # a folder that holds results
     RunFolder(tmp_path / "r", "sweep", SweepConfig(workers=2))
     with pytest.raises(RunFolderMismatch, match="images"):
         RunFolder(tmp_path / "r", "sweep", SweepConfig(images="0:5"))
     with pytest.raises(RunFolderMismatch, match="command"):
         RunFolder(tmp_path / "r", "dump", SweepConfig())
+
+
+def test_a_run_that_failed_on_bad_input_does_not_block_its_folder(tmp_path):
+    """A run that stopped before writing anything but its config leaves nothing to protect."""
+    out = ["--out", str(tmp_path / "run")]
+    bad = CliRunner().invoke(main, ["bon", str(tmp_path / "missing.jsonl"), "--quiet", *out])
+    assert bad.exit_code == 1 and "Traceback" not in bad.output
+    good = CliRunner().invoke(main, ["bon", *BON, *out])
+    assert good.exit_code == 0, good.output
+
+
+def test_force_empties_only_run_folders(tmp_path):
+    """--force never deletes a folder that is not a debatelab run folder."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    (folder / "notes.txt").write_text("keep me")
+    result = CliRunner().invoke(main, ["bon", *BON, "--out", str(folder), "--force"])
+    assert result.exit_code == 1 and "does not hold a debatelab run" in result.output
+    assert (folder / "notes.txt").read_text() == "keep me"
+
+
+def test_a_setting_added_since_reads_as_its_default(tmp_path):
+    """A folder made before a setting existed resumes when the setting keeps its default."""
+    from debatelab.experiments.sweep_report import SweepConfig
+
+    RunFolder(tmp_path / "r", "sweep", SweepConfig(images="0:5"))
+    (tmp_path / "r" / "chunks").mkdir()
+    config = json.loads((tmp_path / "r" / "config.json").read_text())
+    del config["mc_draws"]
+    (tmp_path / "r" / "config.json").write_text(json.dumps(config))
+    RunFolder(tmp_path / "r", "sweep", SweepConfig(images="0:5"))
+    with pytest.raises(RunFolderMismatch, match=r"mc_draws \(--mc-draws\): 10 there, 3 now"):
+        RunFolder(tmp_path / "r", "sweep", SweepConfig(images="0:5", mc_draws=3))

@@ -101,6 +101,8 @@ def _click_type(f: ConfigField):
         return _IntTuple() if typing.get_args(tp)[0] is int else _StrTuple()
     if tp is Path:
         return click.Path(path_type=Path)
+    if f.metadata.get("file"):
+        return click.Path(dir_okay=False)
     return {int: int, float: float, str: str}.get(tp, str)
 
 

@@ -105,6 +105,14 @@ def config_fields(cls: type, path: tuple[str, ...] = ()) -> list[ConfigField]:
     return out
 
 
+def option_label(f: ConfigField) -> str:
+    """How the command line spells a setting: ``variant (--dataset)``, ``pools (POOLS)``."""
+    if f.metadata.get("argument"):
+        return f"{f.name} ({f.name.upper()})"
+    flag = f.metadata.get("flag", "--" + f.name.replace("_", "-")).split("/")[0]
+    return f"{f.name} ({flag})"
+
+
 def compared_settings(config: Any) -> dict[str, Any]:
     """The settings that decide a run's results, as ``asdict`` gives them but without the
     fields marked ``compare=False`` (at any depth)."""

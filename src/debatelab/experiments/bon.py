@@ -30,7 +30,7 @@ from .bon_report import (
 class BonExperimentConfig:
     """Settings of one best-of-N analysis."""
 
-    pools: str | None = field(default=None, metadata={"argument": True})
+    pools: str | None = field(default=None, metadata={"argument": True, "file": True})
     """The pool file (JSON Lines, CSV or Parquet)."""
     demo: bool = False
     """Run on synthetic pools instead of a file."""

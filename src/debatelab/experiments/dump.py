@@ -7,15 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..report.runs import RunFolder
-from .setup import JudgeSetupConfig, judges_and_store
+from .setup import ImagesConfig, judges_and_store
 
 
 @dataclass
-class DumpConfig(JudgeSetupConfig):
+class DumpConfig(ImagesConfig):
     """Settings of one all-mask dump."""
-
-    images: str = "all"
-    """Test images: 'all', 'N' (the first N), 'start:stop' or 'start:stop:step'."""
 
 
 def run(config: DumpConfig, folder: RunFolder) -> dict:

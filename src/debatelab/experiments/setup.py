@@ -4,6 +4,7 @@ dataset variant and measure them."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from math import comb
 
 import torch
 
@@ -21,6 +22,9 @@ from ..judges import (
 from ..judges.columns import reference_columns, standard_error
 from ..store import AllMaskStore, dump_all_mask_probs, image_slice, parse_images, store_path
 
+#: Most masks per image the all-mask store takes (the published game: C(36, 4) = 58,905).
+MAX_MASKS = 200_000
+
 
 @dataclass
 class JudgeSetupConfig:
@@ -32,20 +36,41 @@ class JudgeSetupConfig:
     """Seed of both judges' training."""
     epochs: int = field(default=10, metadata={"min": 1})
     """Training epochs of both judges (published: 10)."""
-    grid: int = 6
+    grid: int = field(default=6, metadata={"choices": (1, 2, 3, 6, 9, 18)})
     """Cells per side of the 18x18 image (published: 6, cells of 3x3 pixels)."""
-    reveal: int = 4
+    reveal: int = field(default=4, metadata={"min": 1})
     """Cells the sparse judge sees (published: 4)."""
-    mc_draws: int = 10
+    mc_draws: int = field(default=10, metadata={"min": 1})
     """Random masks per test image for the Monte Carlo sparse accuracy."""
-    train_limit: int | None = None
-    """Train on the first N training images only (quick checks); None = all."""
+    train_limit: int | None = field(default=None, metadata={"min": 1})
+    """Train on the first N training images only, for quick checks (default: all)."""
+
+    def __post_init__(self):
+        self.grid, self.reveal = int(self.grid), int(self.reveal)
+        n_cells = self.grid * self.grid
+        if not 1 <= self.reveal <= n_cells:
+            raise ValueError(f"reveal must lie in 1..{n_cells} (cells of a {self.grid}x{self.grid} "
+                             f"grid), got {self.reveal}")  # fmt: skip
+        if comb(n_cells, self.reveal) > MAX_MASKS:
+            raise ValueError(
+                f"{self.reveal} of {n_cells} cells make {comb(n_cells, self.reveal):,} masks per "
+                f"image; the all-mask store holds at most {MAX_MASKS:,}: reveal fewer cells"
+            )
 
     def judge_config(self, kind: str) -> TrainConfig:
         return TrainConfig(
             variant=self.variant, kind=kind, seed=self.seed, epochs=self.epochs,
             grid=self.grid, reveal=self.reveal, train_limit=self.train_limit,
         )  # fmt: skip
+
+
+@dataclass
+class ImagesConfig(JudgeSetupConfig):
+    """Judge settings and the test images an experiment plays on."""
+
+    images: str = "all"
+    """Test images: 'all', 'N' (the first N), 'start:stop' or 'start:stop:step' (e.g.
+    0:10000:5, every fifth image)."""
 
 
 @dataclass
@@ -119,7 +144,7 @@ def exact_metrics(setup: JudgeSetup, store: AllMaskStore) -> dict[str, float]:
     return metrics
 
 
-def judges_and_store(config: JudgeSetupConfig, folder) -> tuple[JudgeSetup, AllMaskStore]:
+def judges_and_store(config: ImagesConfig, folder) -> tuple[JudgeSetup, AllMaskStore]:
     """Both judges (cached or trained) and the sparse judge's all-mask store on
     ``config.images``, for an experiment writing into run folder ``folder``; a bad image range
     fails before any training."""

@@ -1,4 +1,12 @@
-"""Everything the frozen-judge sweep leaves in its run folder: arrays, metrics, figures, report."""
+"""The frozen-judge sweep of REFERENCE B (``debatelab sweep``): consultancy and debate against
+the frozen sparse judge at every capability.
+
+Solves consultancy (k in 1..58,905), 2-turn and 4-turn debate ((k_A, k_B) grids and diagonals)
+exactly on every chosen test image, from the cached all-mask probabilities (computed first if
+missing), and writes arrays, capability curves, heat maps, an example-plays figure, the
+best-capability table and a markdown report to the run folder. An interrupted sweep resumes
+when run again with the same --out.
+"""
 
 from __future__ import annotations
 
@@ -14,25 +22,25 @@ from ..report.runs import RunFolder
 from ..report.tables import setup_table
 from ..resume import KeyedPieces
 from ..store import image_slice
-from .setup import JudgeSetupConfig, judges_and_store
+from .setup import ImagesConfig, judges_and_store
 from .sweep import SweepPlan, exact_columns
 
 
 @dataclass
-class SweepConfig(JudgeSetupConfig):
+class SweepConfig(ImagesConfig):
     """Settings of the frozen-judge sweep."""
 
     images: str = "0:1000"
-    """Test images: 'all', 'N' (the first N), 'start:stop' or 'start:stop:step'."""
     workers: int = field(default=1, compare=False, metadata={"min": 1})
     """Processes solving image chunks in parallel."""
 
+    def __post_init__(self):
+        super().__post_init__()
+        SweepPlan.build(self.grid * self.grid, self.reveal)  # 1, 2 and 4 turns need reveal % 4 == 0
+
 
 def run(config: SweepConfig, folder: RunFolder) -> dict:
-    """The experiment shape: consultancy and debate against the frozen sparse judge at every
-    capability, from the cached all-mask probabilities (computed first if missing); arrays,
-    curves, heat maps, example plays, the best-capability table and a report into ``folder``.
-    An interrupted sweep resumes from its finished chunks when run again into the same folder."""
+    """The experiment shape: the whole sweep into ``folder``; returns the metrics."""
     setup, store = judges_and_store(config, folder)
     sl = image_slice(store.attrs)
     x = setup.data.x_test[sl]

@@ -15,17 +15,20 @@ from ..reference import SETUP_COLUMNS
 from ..report.runs import RunFolder
 from ..report.tables import setup_table
 from ..store import describe_images, image_slice
-from .setup import JudgeSetupConfig, exact_metrics, judges_and_store
-from .sweep import exact_play_metrics
+from .setup import ImagesConfig, exact_metrics, judges_and_store
+from .sweep import SweepPlan, exact_play_metrics
 
 
 @dataclass
-class TableConfig(JudgeSetupConfig):
-    """Settings of the main job."""
+class TableConfig(ImagesConfig):
+    """Settings of the main job. Its default images, every fifth of the test set, are spread
+    over the whole set (MNIST's first half is the harder one)."""
 
     images: str = "0:10000:5"
-    """Test images: 'all', 'N' (the first N), 'start:stop' or 'start:stop:step'. The default,
-    every fifth image, is spread over the whole test set (MNIST's first half is the harder one)."""
+
+    def __post_init__(self):
+        super().__post_init__()
+        SweepPlan.build(self.grid * self.grid, self.reveal)  # 1, 2 and 4 turns need reveal % 4 == 0
 
 
 def run(config: TableConfig, folder: RunFolder) -> dict:

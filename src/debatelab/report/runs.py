@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..atomic import write_json
-from ..configs import compared_settings, config_fields
+from ..configs import compared_settings, config_fields, option_label
 from ..errors import DebatelabError
 
 
@@ -113,9 +113,9 @@ class RunFolder:
         """Entries the run adds to its manifest (store paths, checkpoints)."""
         cfg = asdict(config) if is_dataclass(config) else dict(config)
         record = {"command": command, **cfg}
-        if (self.path / "config.json").exists():
+        if (self.path / "config.json").exists() and self._holds_results():
             if force:
-                shutil.rmtree(self.path)
+                self._clear()
             else:
                 self._check_resume(config, record)
         self.path.mkdir(parents=True, exist_ok=True)
@@ -123,6 +123,24 @@ class RunFolder:
         self.started_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         self.git = git_state()  # the code as it was when the run started
         write_json(self.path / "config.json", record)
+
+    def _holds_results(self) -> bool:
+        """Anything besides config.json: a run that stopped before writing anything else (bad
+        input found after the folder was opened) leaves nothing to protect."""
+        return any(p.name != "config.json" for p in self.path.iterdir())
+
+    def _clear(self) -> None:
+        """--force: empty a folder that holds a debatelab run, and nothing else."""
+        try:
+            old = json.loads((self.path / "config.json").read_text())
+        except (OSError, ValueError):
+            old = {}
+        if not isinstance(old, dict) or "command" not in old:
+            raise RunFolderMismatch(
+                f"{self.path} does not hold a debatelab run (its config.json names no command); "
+                "--force empties only run folders: choose another --out"
+            )
+        shutil.rmtree(self.path)
 
     def _check_resume(self, config: Any, record: dict) -> None:
         try:
@@ -136,13 +154,15 @@ class RunFolder:
         new["command"] = self.command
         old = _flat(old)
         old.setdefault("command", new["command"])  # folders from before the field existed
-        options = {}
+        options, defaults = {}, {}
         if is_dataclass(config):  # name each setting as the command line spells it
             for f in config_fields(type(config)):
-                flag = f.metadata.get("flag", "--" + f.name.replace("_", "-")).split("/")[0]
-                options[".".join(f.path)] = f"{f.name} ({flag})"
-        diff = [f"{options.get(k, k)}: {old.get(k, '(unset)')!r} there, {new[k]!r} now"
-                for k in sorted(new) if old.get(k, "(unset)") != new[k]]  # fmt: skip
+                options[".".join(f.path)] = option_label(f)
+                defaults[".".join(f.path)] = _plain(f.default)
+        # a setting a folder's config lacks was added since: that run had its default
+        diff = [f"{options.get(k, k)}: {old.get(k, defaults.get(k, '(unset)'))!r} there, "
+                f"{new[k]!r} now" for k in sorted(new)
+                if old.get(k, defaults.get(k, "(unset)")) != new[k]]  # fmt: skip
         if diff:
             raise RunFolderMismatch(
                 f"run folder {self.path} holds a run with other settings ({'; '.join(diff)}); "

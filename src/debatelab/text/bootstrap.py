@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from statistics import NormalDist
+from typing import Literal
 
 import numpy as np
 
@@ -42,7 +43,7 @@ class BootstrapConfig:
     """Levels resampled (others kept as observed): questions, proposals, critiques, rebuttals."""
     confidence: float = 0.95
     """Coverage of the intervals."""
-    method: str = "basic"
+    method: Literal["basic", "percentile", "bca"] = "basic"
     """'basic' (reverse percentile: 2 * estimate - quantiles) or 'percentile'. Basic is the
     default: a resampled pool holds fewer distinct items, which biases best-of-n replicates
     (low accuracy, high win rate); the basic interval corrects for that bias, the percentile

@@ -35,9 +35,10 @@ from ..games.cellplay import PROTOCOLS, CellDebate, CellGameRules
 from ..games.pixels import PixelGames, PixelRules
 from ..games.solver import RULES
 from ..games.tables import game_tables
+from ..geometry import N_PIXELS, SIDE
 from ..judges.allmask import all_mask_probs
 from ..judges.evaluate import predict_proba
-from ..judges.pixel import N_PIXELS, PixelJudge
+from ..judges.pixel import PixelJudge
 from ..policies import as_policy
 from .models import CLASSES, PIXEL_RANGE, DemoModels, missing_command
 
@@ -45,8 +46,6 @@ from .models import CLASSES, PIXEL_RANGE, DemoModels, missing_command
 MAX_ROLLOUTS = 10_000
 #: The pixel game's AI players.
 AGENTS = ("mcts", "greedy", "random")
-#: Side of the canvas: positions hold ``SIDE * SIDE`` pixel values, row by row.
-SIDE = 28
 
 T = TypeVar("T")
 
