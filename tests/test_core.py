@@ -22,7 +22,12 @@ from debatelab.games.core import (
 )
 from debatelab.games.lines import move_weights, node_values
 from debatelab.games.ranked import RankedChildren, resolve
-from debatelab.games.solver import leaf_columns, solve_capabilities, solve_reveal_game
+from debatelab.games.solver import (
+    leaf_columns,
+    normalise_capability,
+    solve_capabilities,
+    solve_reveal_game,
+)
 from debatelab.games.tables import game_tables
 from debatelab.policies import BestOfN, Exact, TopK, Uniform, play_weights, tie_shared
 from debatelab.text.solve import (
@@ -429,13 +434,14 @@ def test_every_node_and_move_weight_equals_the_core():
         game = reveal_game(7, moves)
         tables = game_tables(7, moves)
         for cap in [(Exact(), Exact()), (TopK(2), TopK(4)), (BestOfN(3), Exact()), (4, 1)]:
-            levels = node_values(probs, 7, moves, cap, "asym")
-            sol = solve(game, leaf_columns(probs[None], "asym")[0], alternate(*cap, len(moves)))
+            levels = node_values(probs, 7, moves, cap, "asym")  # an edge: (4, 1) parsed there
+            pol = normalise_capability(cap)  # the core takes policy objects only
+            sol = solve(game, leaf_columns(probs[None], "asym")[0], alternate(*pol, len(moves)))
             for t, (a, b) in enumerate(zip(levels, sol.values, strict=True)):
                 np.testing.assert_allclose(a, b, atol=ATOL, err_msg=f"level {t}")
             for t in range(len(moves)):
                 for node in range(game.n_nodes[t]):
-                    w = move_weights(levels, tables, t, node, 1, cap[t % 2])
+                    w = move_weights(levels, tables, t, node, 1, pol[t % 2])
                     np.testing.assert_allclose(w, sol.weights[t][1, node], atol=ATOL)
 
 
@@ -449,7 +455,7 @@ def test_ranked_children_fast_paths_equal_the_core_reducer(dtype):
     aux = rng.integers(0, 2, (3, 5, n)).astype(dtype)
     atol = ATOL if dtype == np.float64 else 1e-6
     for maximize in (True, False):
-        specs = [*ALL, TopK(5), 4]  # one level: any values, any policy
+        specs = [*ALL, TopK(5), TopK(4)]  # one level: any values, any policy
         reducers = [resolve(p, n) for p in specs]
         assert any(_straddles(values.astype(np.float64), k, maximize) for k in (2, 3, 5))
         entries = np.repeat(np.arange(3), len(specs))
@@ -487,3 +493,13 @@ def test_text_numbers_are_draws_only_where_said():
     assert spec.n == (BestOfN(1), BestOfN(4)) and spec.m == (BestOfN(2), Exact())
     assert spec.labels("m") == ["Bo2", "exact"] and spec.r == (TopK(2),)
     assert BonConfig(n=(1, 5)).policies("n") == (BestOfN(1), BestOfN(5))
+
+
+def test_the_core_takes_policy_objects_only():
+    """Parsing happens once, at the edge: the core refuses a bare number or string instead of
+    guessing whether 3 means top-3 or best-of-3."""
+    with pytest.raises(ValueError, match="rank policy objects"):
+        reduce_level(np.array([0.1, 0.5]), 3)
+    with pytest.raises(ValueError, match="as_policy"):
+        solve(reveal_game(4, (1,)), np.zeros(4), ["bo2"])
+    assert normalise_capability((3, "bo2")) == (TopK(3), BestOfN(2))

@@ -228,7 +228,7 @@ def test_batching_of_entries_does_not_change_results():
     probs = random_probs(rng, 3, 8, 4, 4)
     labels = rng.integers(0, 4, 3)
     game = reveal_game(8, (1, 1, 1, 1))
-    plans = [_level_reducers(game, (a, b)) for a in (1, 2, 5, 8) for b in (1, 3, 7)]
+    plans = [_level_reducers(game, (TopK(a), TopK(b))) for a in (1, 2, 5, 8) for b in (1, 3, 7)]
     leaf = leaf_columns(probs, "asym")
     aux = (probs.argmax(axis=2) == labels[:, None])[:, None, :].astype(float)
     big = _solve_columns(leaf, aux, game, plans)

@@ -97,6 +97,18 @@ def _check_n(n: int) -> None:
         raise ValueError(f"a rank policy needs at least one child, got {n}")
 
 
+def require_policy(policy) -> RankPolicy:
+    """``policy`` itself if it is a rank policy object; the game core takes nothing else, so a
+    number or string is refused here instead of being read with a guessed meaning."""
+    if isinstance(policy, RankPolicy) and not isinstance(policy, type):
+        return policy
+    raise ValueError(
+        f"the game core takes rank policy objects (TopK(3), BestOfN(8), Exact(), Uniform()), got "
+        f"{policy!r}; parse a capability written as text or a number with "
+        "debatelab.policies.as_policy first"
+    )
+
+
 def as_policy(spec: RankPolicy | int | str) -> RankPolicy:
     """The one parser of capabilities: a policy passes through; an int k (or ``"k"``,
     ``"topK"``, ``"kK"``) is ``TopK(k)`` (1 = exact play); ``"boN"`` is ``BestOfN(N)`` (N

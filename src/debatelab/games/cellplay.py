@@ -48,6 +48,11 @@ class CellGameRules:
         as_policy(self.k_a), as_policy(self.k_b)  # a bad capability fails here, clearly
 
     @property
+    def policies(self) -> tuple:
+        """A's and B's capabilities parsed once (this is the edge: an int k is top-k)."""
+        return as_policy(self.k_a), as_policy(self.k_b)
+
+    @property
     def moves(self) -> tuple[int, ...]:
         return PROTOCOLS[self.protocol]
 
@@ -63,7 +68,7 @@ class CellDebate:
         self.n_classes = self.probs.shape[1]
         self.tables = game_tables(rules.n_cells, rules.moves)
         self.values = node_values(self.probs, rules.n_cells, rules.moves,
-                                  (rules.k_a, rules.k_b), rules.rule)  # fmt: skip
+                                  rules.policies, rules.rule)  # fmt: skip
         root = self.values[0][:, 0]
         if claim is None:
             self.claim, self.b_class = root_claims(root, rules.rule, self.n_classes)
@@ -113,7 +118,7 @@ class CellDebate:
         kids = self.tables.children[t][node]
         masks = all_masks(self.rules.n_cells, sum(self.rules.moves[: t + 1]))[kids]
         cells = [tuple(sorted(set(m.tolist()) - revealed)) for m in masks]
-        policy = self.rules.k_a if t % 2 == 0 else self.rules.k_b
+        policy = self.rules.policies[t % 2]
         weights = move_weights(self.values, self.tables, t, node, self.column, policy)
         return cells, weights
 

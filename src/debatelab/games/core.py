@@ -32,7 +32,7 @@ from math import prod
 
 import numpy as np
 
-from ..policies import RankedPlay, RankPolicy, as_policy, rank_play
+from ..policies import RankedPlay, RankPolicy, rank_play, require_policy
 from .tables import check_game, game_tables
 
 #: Level names of a text pool, root first: proposer (max), critic (min), rebuttal player (max).
@@ -132,13 +132,15 @@ def reduce_level(child_values, policy, maximize: bool = True, counts=None,
                  carried=None) -> LevelPlay:  # fmt: skip
     """The one level reducer: a rank policy's play over children ``(..., n_options)``.
 
-    ``policy`` is a rank policy (or a spec for :func:`debatelab.policies.as_policy`), or a list
+    ``policy`` is a rank policy object (parse specs with :func:`debatelab.policies.as_policy`
+    at the edge), or a list
     or tuple of them: then every output gets a leading policy axis and the children are sorted
     once. ``counts`` and ``carried`` broadcast against ``child_values``. Ties share their rank
     block's mass equally (per copy), so nothing depends on the children's order.
     """
     many = isinstance(policy, list | tuple)
-    play = rank_play(child_values, list(policy) if many else [policy], maximize, counts)
+    policies = [require_policy(p) for p in (policy if many else [policy])]
+    play = rank_play(child_values, policies, maximize, counts)
     values = (play.mass * play.values).sum(axis=-1)
     out_carried = None
     if carried is not None:  # summed best-first too
@@ -199,7 +201,7 @@ def solve(game: Game, leaf_values, policies: Sequence, carried=None,
     """
     if len(policies) != game.n_levels:
         raise ValueError(f"give one policy per level ({game.n_levels}), got {len(policies)}")
-    policies = [as_policy(p) for p in policies]
+    policies = [require_policy(p) for p in policies]
     carry_level = game.n_levels if carry_level is None else int(carry_level)
     if not 0 <= carry_level <= game.n_levels:
         raise ValueError(f"carry_level must lie in 0..{game.n_levels}, got {carry_level}")
@@ -227,7 +229,7 @@ def solve(game: Game, leaf_values, policies: Sequence, carried=None,
 
 def alternate(first, second, n_levels: int) -> list[RankPolicy]:
     """Policies of two players moving in turn, ``first`` at the root: ``[first, second, ...]``."""
-    first, second = as_policy(first), as_policy(second)
+    first, second = require_policy(first), require_policy(second)
     return [first if t % 2 == 0 else second for t in range(n_levels)]
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..policies import Exact, RankPolicy, TopK, Uniform, as_policy, tie_shared
+from ..policies import Exact, RankPolicy, TopK, Uniform, require_policy, tie_shared
 
 #: Rows longer than this keep float64 prefix sums even for float32 values.
 LONG_ROW = 1024
@@ -38,9 +38,9 @@ class Reducer:
     policy: RankPolicy | None = None
 
 
-def resolve(policy: RankPolicy | int | str, n: int) -> Reducer:
+def resolve(policy: RankPolicy, n: int) -> Reducer:
     """The reducer of ``policy`` at a node with ``n`` options (top-k clamped to ``n``)."""
-    policy = as_policy(policy)
+    policy = require_policy(policy)
     if isinstance(policy, Exact):
         return Reducer(k=1)
     if isinstance(policy, Uniform):

@@ -62,12 +62,15 @@ def leaf_columns(probs: np.ndarray, rule: str) -> np.ndarray:
 
 
 def normalise_capability(k) -> tuple:
-    """``k`` -> ``(capability_A, capability_B)``; one int or policy means both players."""
+    """``k`` -> ``(capability_A, capability_B)`` as rank policies; one value means both players.
+
+    The solver's public functions are an edge: a capability given as an int or a string is
+    parsed here, once, by :func:`debatelab.policies.as_policy` (an int k is ``TopK(k)``)."""
     if isinstance(k, tuple | list):
         if len(k) != 2:
             raise ValueError(f"k must be (k_A, k_B), got {k!r}")
-        return tuple(k)
-    return (k, k)
+        return (as_policy(k[0]), as_policy(k[1]))
+    return (as_policy(k), as_policy(k))
 
 
 def _level_reducers(game: Game, capability: tuple) -> tuple:
@@ -143,9 +146,7 @@ def _claims(values: np.ndarray, auxes, rule: str, n_classes: int):
 
 def _monotone(k) -> bool:
     """Players whose value lies between uniform and exact play (needed by the class bounds)."""
-    return all(
-        isinstance(as_policy(p), TopK | Exact | Uniform | BestOfN) for p in normalise_capability(k)
-    )
+    return all(isinstance(p, TopK | Exact | Uniform | BestOfN) for p in normalise_capability(k))
 
 
 def candidate_classes(leaf: np.ndarray, game: Game) -> np.ndarray:
