@@ -95,7 +95,7 @@ def test_run_reproduces_the_published_mnist_setup(tmp_path, data_root):
     assert (out / "report.md").read_text().count("|") > 10
 
 
-@pytest.mark.parametrize("name", ["run", "train", "dump", "sweep", "pixels", "bon"])
+@pytest.mark.parametrize("name", ["run", "train", "dump", "sweep", "study", "pixels", "bon"])
 def test_options_come_from_the_config_dataclass(name):
     """Each experiment option's default and help are the config field's (written once, in the
     dataclass), and the command's options are exactly the config's settings plus the run-folder
@@ -107,7 +107,7 @@ def test_options_come_from_the_config_dataclass(name):
     exp = experiment(name)
     command = main.get_command(None, name)
     params = {p.name: p for p in command.params}
-    settings = config_fields(exp.config)
+    settings = [f for f in config_fields(exp.config) if f.metadata.get("cli", True)]
     assert settings and all(f.help for f in settings), "every setting has a docstring"
     for f in settings:
         param = params.pop(f.name)

@@ -32,6 +32,8 @@ EXPERIMENTS = {
              "Store the sparse judge's probabilities on every 4-cell mask of test images."),
     "sweep": ("sweep_report", "SweepConfig",
               "Consultancy and debate against the frozen sparse judge at every capability."),
+    "study": ("study", "StudyConfig",
+              "The frozen-judge study on every dataset variant, with a combined report."),
     "pixels": ("pixels", "PixelExperimentConfig",
                "The sparse-pixel MNIST debate of Irving, Christiano & Amodei (2018)."),
     "bon": ("bon", "BonExperimentConfig",

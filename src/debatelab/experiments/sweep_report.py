@@ -122,12 +122,8 @@ def make_figures(run: RunFolder, arrays: dict[str, np.ndarray], plan: SweepPlan,
                  references: dict[str, float]) -> list[Path]:  # fmt: skip
     """Capability curves (3 metrics) and heat maps (2 debates x 3 metrics)."""
     figures = []
-    n_first = {p.name: _first_options(p, plan) for p in plan.protocols}
     for m in ("selection", "judge", "win"):
-        curves = {"consultancy": (arrays["consultancy_k"], arrays[f"consultancy_{m}"],
-                                  n_first["consultancy"])}  # fmt: skip
-        for name in ("debate2", "debate4"):
-            curves[name] = (arrays[f"{name}_diag_k"], arrays[f"{name}_diag_{m}"], n_first[name])
+        curves = protocol_curves(arrays, plan, m)
         refs = references if m == "selection" else {}
         figures.append(capability_curves(curves, m, run.file(f"curve_{m}.png"), refs))
         for name in ("debate2", "debate4"):
@@ -136,6 +132,17 @@ def make_figures(run: RunFolder, arrays: dict[str, np.ndarray], plan: SweepPlan,
                 run.file(f"heatmap_{name}_{m}.png"), f"{name}: {m} (%)",
             ))  # fmt: skip
     return figures
+
+
+def protocol_curves(arrays: dict[str, np.ndarray], plan: SweepPlan, metric: str) -> dict:
+    """Consultancy's curve and the debates' diagonals of one metric, as
+    :func:`debatelab.report.plots.capability_curves` draws them."""
+    n_first = {p.name: _first_options(p, plan) for p in plan.protocols}
+    curves = {"consultancy": (arrays["consultancy_k"], arrays[f"consultancy_{metric}"],
+                              n_first["consultancy"])}  # fmt: skip
+    for name in ("debate2", "debate4"):
+        curves[name] = (arrays[f"{name}_diag_k"], arrays[f"{name}_diag_{metric}"], n_first[name])
+    return curves
 
 
 def _first_options(proto, plan: SweepPlan) -> int:

@@ -41,6 +41,15 @@ def capability_curves(curves: dict[str, tuple[np.ndarray, np.ndarray, int]], met
     ``references`` draws horizontal lines (e.g. ``{"gold": 0.99, "ensemble": 0.935}``).
     """
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    draw_curves(ax, curves, metric, references)
+    ax.set_title(title or LABELS.get(metric, metric))
+    ax.legend(fontsize=8)
+    return save_figure(fig, path)
+
+
+def draw_curves(ax, curves: dict[str, tuple[np.ndarray, np.ndarray, int]], metric: str,
+                references: dict[str, float] | None = None) -> None:  # fmt: skip
+    """Capability curves of :func:`capability_curves` on one axis."""
     for name, (ks, values, n) in curves.items():
         q = np.asarray(ks, dtype=float) / n
         ax.plot(q, 100 * np.asarray(values), marker="o", ms=2.5, lw=1.5,
@@ -54,9 +63,22 @@ def capability_curves(curves: dict[str, tuple[np.ndarray, np.ndarray, int]], met
     ax.set_xlim(1.4, q_min / 1.4)  # decreasing: zero capability (q = 1) on the left
     ax.set_xlabel("quantile probability k / n  (left: uniform play, right: exact)")
     ax.set_ylabel(f"{LABELS.get(metric, metric)} (%)")
-    ax.set_title(title or LABELS.get(metric, metric))
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8)
+
+
+def curve_panels(panels: dict[str, dict], metric: str, path: Path,
+                 references: dict[str, dict[str, float]] | None = None) -> Path:  # fmt: skip
+    """One panel of capability curves per title (e.g. per dataset variant), 3 per row."""
+    cols = min(3, len(panels))
+    rows = -(-len(panels) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 3.8 * rows), squeeze=False)
+    for ax in axes.ravel()[len(panels) :]:
+        ax.axis("off")
+    for ax, (title, curves) in zip(axes.ravel(), panels.items(), strict=False):
+        draw_curves(ax, curves, metric, (references or {}).get(title))
+        ax.set_title(title, fontsize=10)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
     return save_figure(fig, path)
 
 

@@ -1,0 +1,186 @@
+"""The frozen-judge study of REFERENCE B on every dataset variant (``debatelab study``).
+
+For each variant (MNIST, FashionMNIST and CIFAR-10, raw and per-class whitened): the gold
+classifier and the sparse judge (cached), the all-mask store of the test images, the reference
+columns, exact play, and the whole quantiliser sweep (curves, heat maps, diagonals,
+best-capability row, example plays), each in its own sweep run folder inside the study folder.
+Then a combined report: both published tables with this study's row under each published row,
+the consultancy drop (zero capability to exact play) and debate's distance to the ensemble per
+variant beside the published ranges, the wall time of each variant, and one figure of
+capability curves with a panel per variant. Resumable per variant and, inside one, per chunk.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field, replace
+
+import numpy as np
+
+from ..data.preprocess import VARIANTS
+from ..reference import SETUP_COLUMNS
+from ..report.plots import curve_panels
+from ..report.runs import RunFolder
+from ..report.tables import setup_table
+from ..store import image_slice
+from .setup import exact_metrics, judges_and_store
+from .sweep import SweepPlan, exact_play_metrics
+from .sweep_report import (
+    SweepConfig,
+    best_capability_table,
+    frozen_judge_sweep,
+    protocol_curves,
+)
+
+#: REFERENCE B: "consultancy's selection accuracy falls by 3.1 to 22.8 points from k = all to
+#: k = 1 across the six variants; debate stays within -4.0..+1.8 of the ensemble".
+PUBLISHED_RANGES = {"consultancy_drop": (3.1, 22.8), "debate_minus_ensemble": (-4.0, 1.8)}
+
+
+@dataclass
+class StudyConfig(SweepConfig):
+    """Settings of the study: the sweep's settings, applied to every variant."""
+
+    variants: tuple[str, ...] = tuple(VARIANTS)
+    """Dataset variants, comma-separated (default: all six)."""
+    variant: str = field(default="mnist", metadata={"cli": False})
+    images: str = "all"
+    sweep_images: str = "all"
+    """Test images of the quantiliser sweep (curves, heat maps, best capability), as --images;
+    the setup table and exact play use --images. The whole sweep costs about 0.35 CPU-s per
+    image on this project's machine (an hour per variant on the full test set)."""
+
+    def __post_init__(self):
+        super().__post_init__()
+        self.variants = tuple(self.variants)
+        unknown = [v for v in self.variants if v not in VARIANTS]
+        if unknown or not self.variants:
+            raise ValueError(
+                f"unknown dataset variant(s) {unknown}; choose among {', '.join(VARIANTS)}"
+            )
+
+
+def variant_config(config: StudyConfig, variant: str) -> SweepConfig:
+    """The sweep settings of one variant of the study (its images: --images)."""
+    kept = {f: getattr(config, f) for f in SweepConfig.__dataclass_fields__}
+    return SweepConfig(**{**kept, "variant": variant})
+
+
+#: Sweep metrics the study keeps beside its own exact play on --images.
+SWEEP_KEYS = ("best_", "zero_capability_", "exact_consultancy_win", "exact_debate")
+
+
+def run_variant(config: SweepConfig, sweep_images: str, folder: RunFolder) -> dict:
+    """One variant into ``folder``: judges, the reference columns and exact play on
+    ``config.images``, the whole sweep on ``sweep_images``."""
+    start = time.perf_counter()
+    setup, store = judges_and_store(config, folder)
+    metrics = exact_metrics(setup, store)
+    labels = setup.data.y_test[image_slice(store.attrs)].numpy()
+    metrics.update(exact_play_metrics(store, labels, config.workers, folder.progress))
+    _, sweep_store = judges_and_store(replace(config, images=sweep_images), folder)
+    sl = image_slice(sweep_store.attrs)
+    swept = frozen_judge_sweep(
+        folder, sweep_store, setup.data.y_test[sl].numpy(), config.variant, sweep_images,
+        config.seed, test_images=setup.data.x_test[sl][:256].numpy(), workers=config.workers,
+        progress=folder.progress,
+    )  # fmt: skip
+    metrics.update({k: v for k, v in swept.items() if k.startswith(SWEEP_KEYS)})
+    metrics["sweep_n_images"] = swept["n_images"]
+    folder.extra["store"] = str(store.path)
+    metrics["wall_time_s"] = round(time.perf_counter() - start, 1)
+    return metrics
+
+
+def run(config: StudyConfig, folder: RunFolder) -> dict:
+    """The experiment shape: every variant (a finished one is read back, not recomputed), then
+    the combined report and figure; returns per-variant metrics under ``<variant>/<key>``."""
+    folder.seeds["train"] = config.seed
+    per_variant: dict[str, dict] = {}
+    for variant in config.variants:
+        cfg = variant_config(config, variant)
+        settings = {**asdict(cfg), "sweep_images": config.sweep_images}
+        sub = RunFolder(folder.path / variant, "study", settings, seeds={"train": cfg.seed},
+                        data_dir=folder.data_dir, cache_dir=folder.cache_dir,
+                        progress=folder.progress, echo=folder.echo)  # fmt: skip
+        done = sub.file("metrics.json")
+        if done.exists():
+            per_variant[variant] = json.loads(done.read_text())
+            folder.echo(f"{variant}: finished before, read back")
+            continue
+        metrics = run_variant(cfg, config.sweep_images, sub)
+        sub.finish(metrics)
+        per_variant[variant] = metrics
+        folder.echo(f"{variant}: done in {metrics['wall_time_s'] / 60:.1f} min")
+    write_study_report(folder, config, per_variant)
+    return {f"{v}/{k}": val for v, m in per_variant.items() for k, val in m.items()
+            if not isinstance(val, dict)}  # fmt: skip
+
+
+def contrasts(metrics: dict) -> dict[str, float]:
+    """Consultancy's drop from zero capability (the ensemble) to exact play, and each debate's
+    exact-play selection accuracy minus the ensemble, in points."""
+    ensemble = metrics["ensemble_accuracy"]
+    return {
+        "consultancy_drop": 100 * (ensemble - metrics["consultancy_selection_accuracy"]),
+        "debate2_minus_ensemble": 100 * (metrics["debate2_selection_accuracy"] - ensemble),
+        "debate4_minus_ensemble": 100 * (metrics["debate4_selection_accuracy"] - ensemble),
+    }
+
+
+def published_contrasts(variant: str) -> dict[str, float]:
+    from ..reference import published_setup
+
+    pub = published_setup(variant)
+    return {
+        "consultancy_drop": pub["ensemble"] - pub["cons"],
+        "debate2_minus_ensemble": pub["D2t"] - pub["ensemble"],
+        "debate4_minus_ensemble": pub["D4t"] - pub["ensemble"],
+    }
+
+
+def write_study_report(folder: RunFolder, config: StudyConfig, per_variant: dict) -> None:
+    """``report.md`` and ``curves_selection.png`` / ``curves_judge.png`` of the whole study."""
+    plan = SweepPlan.build(config.grid * config.grid, config.reveal)
+    for metric in ("selection", "judge"):
+        panels, refs = {}, {}
+        for variant in per_variant:
+            with np.load(folder.path / variant / "sweep_arrays.npz") as saved:
+                arrays = {k: saved[k] for k in saved.files}
+            panels[variant] = protocol_curves(arrays, plan, metric)
+            if metric == "selection":  # the sweep's own zero capability: the ensemble
+                zero = per_variant[variant]["zero_capability_consultancy_selection_accuracy"]
+                refs[variant] = {"ensemble": zero}
+        curve_panels(panels, metric, folder.file(f"curves_{metric}.png"), refs)
+    lines = [f"# debatelab study: {len(per_variant)} dataset variants\n",
+             f"Setup table and exact play on test images {config.images} of each variant, the "
+             f"sweep (best capability, curves) on {config.sweep_images}; judges seed "
+             f"{config.seed}; asym rule; published numbers are full 10,000-image test sets "
+             "(REFERENCE B).\n",
+             "## Setup table and exact play\n"]  # fmt: skip
+    for variant, m in per_variant.items():
+        lines += [f"**{variant}** ({m['n_images']:,} images)\n",
+                  setup_table(variant, m, list(SETUP_COLUMNS)), ""]  # fmt: skip
+    lines.append("## Best capability (debate read on the diagonal)\n")
+    for variant, m in per_variant.items():
+        lines += [f"**{variant}**\n", best_capability_table(variant, m), ""]
+    lo, hi = PUBLISHED_RANGES["consultancy_drop"]
+    dlo, dhi = PUBLISHED_RANGES["debate_minus_ensemble"]
+    lines += ["## Consultancy's drop and debate's distance to the ensemble (points)\n",
+              f"Published ranges across the six variants: consultancy drop {lo} to {hi}; debate "
+              f"minus ensemble {dlo} to +{dhi}.\n",
+              "| variant | cons drop | (published) | D2t - ensemble | (published) | "
+              "D4t - ensemble | (published) | wall time |",
+              "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for variant, m in per_variant.items():
+        ours, pub = contrasts(m), published_contrasts(variant)
+        cells = []
+        for key in ("consultancy_drop", "debate2_minus_ensemble", "debate4_minus_ensemble"):
+            cells += [f"{ours[key]:+.2f}", f"{pub[key]:+.2f}"]
+        lines.append(f"| {variant} | " + " | ".join(cells) +
+                     f" | {m.get('wall_time_s', float('nan')) / 60:.1f} min |")  # fmt: skip
+    lines += ["", "![selection accuracy](curves_selection.png)",
+              "![judge accuracy](curves_judge.png)", ""]  # fmt: skip
+    folder.file("report.md").write_text("\n".join(lines))
+    folder.echo("\n".join(lines[:-3]))
