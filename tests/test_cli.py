@@ -55,8 +55,8 @@ def test_missing_data_is_one_clear_error(tmp_path, cache, monkeypatch):
 @pytest.mark.slow
 def test_run_reproduces_the_published_mnist_setup(tmp_path, data_root):
     """`debatelab run` with no options from a cold cache, as a new user runs it: trains both
-    MNIST judges with the published recipe and computes every column on its default 2,000
-    evenly spaced test images (0:10000:5).
+    MNIST judges with the published recipe and computes every column on its default 5,000
+    evenly spaced test images (0:10000:2).
 
     Tolerances: every column within 1.5 points of the published full-set row or within two of
     its standard errors over images; gold >= 98.8 % (published 99.24); perfect within 1.5
@@ -73,11 +73,11 @@ def test_run_reproduces_the_published_mnist_setup(tmp_path, data_root):
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == str(out)
-    assert "2,000 evenly spaced test images (0:10000:5)" in proc.stdout  # the images are named
+    assert "5,000 evenly spaced test images (0:10000:2)" in proc.stdout  # the images are named
     metrics = json.loads((out / "metrics.json").read_text())
     manifest = json.loads((out / "manifest.json").read_text())
     config = json.loads((out / "config.json").read_text())
-    assert config["variant"] == "mnist" and config["images"] == "0:10000:5"
+    assert config["variant"] == "mnist" and config["images"] == "0:10000:2"
     for key in ("git_commit", "git_dirty", "versions", "seeds", "device", "wall_time_s"):
         assert key in manifest
     assert all(0 <= metrics[k] <= 1 for k in metrics if k.endswith("_accuracy"))

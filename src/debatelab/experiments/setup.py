@@ -74,6 +74,14 @@ class ImagesConfig(JudgeSetupConfig):
 
 
 @dataclass
+class WorkersConfig:
+    """How many processes solve image chunks (results do not depend on it)."""
+
+    workers: int = field(default=1, compare=False, metadata={"min": 1})
+    """Processes solving image chunks in parallel (results do not depend on it)."""
+
+
+@dataclass
 class JudgeSetup:
     config: JudgeSetupConfig
     data: ImageData

@@ -11,7 +11,7 @@ when run again with the same --out.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -22,17 +22,15 @@ from ..report.runs import RunFolder
 from ..report.tables import setup_table
 from ..resume import KeyedPieces
 from ..store import image_slice
-from .setup import ImagesConfig, judges_and_store
+from .setup import ImagesConfig, WorkersConfig, judges_and_store
 from .sweep import SweepPlan, exact_columns
 
 
 @dataclass
-class SweepConfig(ImagesConfig):
+class SweepConfig(ImagesConfig, WorkersConfig):
     """Settings of the frozen-judge sweep."""
 
     images: str = "0:1000"
-    workers: int = field(default=1, compare=False, metadata={"min": 1})
-    """Processes solving image chunks in parallel."""
 
     def __post_init__(self):
         super().__post_init__()
