@@ -144,8 +144,9 @@ def test_image_folder_in_tar_gz_and_folder(tmp_path):
                 (folder / "test" / c / f"{i:04d}.png").write_bytes(raw)
     for source in (archive, folder):
         x, y, found = read_image_folder(source, "test")
-        assert found == classes and y.tolist() == [0, 0, 1, 1]
-        assert np.array_equal(x[2], images["dog"][0])  # PNG is lossless
+        assert found == classes and y.tolist() == [0, 1, 0, 1]  # classes interleaved
+        assert np.array_equal(x[1], images["dog"][0])  # PNG is lossless
+        assert np.array_equal(x[2], images["cat"][1])
 
 
 def test_image_folder_mixed_sizes_is_an_error(tmp_path):
@@ -164,3 +165,13 @@ def test_offline_copies_read(data_root):
     assert x.shape == (10000, 28, 28) and np.bincount(y).sum() == 10000
     x, y = load_raw("fashionmnist", "test", data_root)
     assert x.shape == (10000, 28, 28)
+
+
+def test_offline_cifar_copy_is_interleaved_by_class(data_root):
+    """The JPEG copy lies class by class on disk; read, every prefix is balanced."""
+    if not (data_root / "CIFAR10").exists():
+        pytest.skip("no offline CIFAR-10 copy")
+    x, y = load_raw("cifar10", "test", data_root)
+    assert x.shape == (10000, 32, 32, 3)
+    assert np.bincount(y[:100], minlength=10).tolist() == [10] * 10
+    assert np.bincount(y, minlength=10).tolist() == [1000] * 10

@@ -168,7 +168,10 @@ def read_image_folder(
     """Read ``<split>/<class>/*.jpg`` images from a folder or a ``.tar.gz`` archive.
 
     Labels follow ``classes`` if given, else the class folders sorted by name. Returns
-    ``(images (N, H, W, 3), labels, classes)``; images within a class are in file-name order.
+    ``(images (N, H, W, 3), labels, classes)``. Classes are interleaved, the r-th image of each
+    class in turn (in file-name order within a class), so that every prefix and every evenly
+    spaced slice is balanced, as in the official CIFAR-10 batches (which are in random order);
+    class by class, ``train_limit`` or ``--images 0:1000`` would see one or two classes only.
     """
     source = Path(source)
     found: dict[str, list[tuple[str, bytes]]] = {}
@@ -202,10 +205,13 @@ def read_image_folder(
     unknown = set(found) - set(classes)
     if unknown:
         raise DatasetFormatError(f"{source}: unknown class folders {sorted(unknown)}")
+    per_class = [sorted(found.get(name, [])) for name in classes]
     images, labels = [], []
-    for label, name in enumerate(classes):
-        for fname, raw in sorted(found.get(name, [])):
-            images.append(_decode_image(raw, fname))
-            labels.append(label)
+    for rank in range(max((len(files) for files in per_class), default=0)):
+        for label, files in enumerate(per_class):
+            if rank < len(files):
+                fname, raw = files[rank]
+                images.append(_decode_image(raw, fname))
+                labels.append(label)
     x, y = _stack(images, labels, source, split, classes)
     return x, y, list(classes)
