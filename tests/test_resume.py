@@ -26,6 +26,8 @@ CASES = {
               "images (--images): '0:6' there, '6:12' now"),
     "train": (["train", "--kind", "gold", *QUICK], ["--seed", "3"],
               "seed (--seed): 0 there, 3 now"),
+    "study": (["study", "--variants", "mnist", "--images", "0:6", "--sweep-images", "0:3", *QUICK],
+              ["--sweep-images", "3:6"], "sweep_images (--sweep-images): '0:3' there, '3:6' now"),
     "bon": (["bon", *BON], ["--replicates", "12"],
             "replicates (--replicates): 10 there, 12 now"),
 }  # fmt: skip
