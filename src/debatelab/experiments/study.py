@@ -29,8 +29,8 @@ from .sweep import SweepPlan, exact_play_metrics
 from .sweep_report import (
     SweepConfig,
     best_capability_table,
-    frozen_judge_sweep,
     protocol_curves,
+    sweep_store,
 )
 
 #: REFERENCE B: "consultancy's selection accuracy falls by 3.1 to 22.8 points from k = all to
@@ -79,13 +79,9 @@ def run_variant(config: SweepConfig, sweep_images: str, folder: RunFolder) -> di
     metrics = exact_metrics(setup, store)
     labels = setup.data.y_test[image_slice(store.attrs)].numpy()
     metrics.update(exact_play_metrics(store, labels, config.workers, folder.progress))
-    _, sweep_store = judges_and_store(replace(config, images=sweep_images), folder)
-    sl = image_slice(sweep_store.attrs)
-    swept = frozen_judge_sweep(
-        folder, sweep_store, setup.data.y_test[sl].numpy(), config.variant, sweep_images,
-        config.seed, test_images=setup.data.x_test[sl][:256].numpy(), workers=config.workers,
-        progress=folder.progress,
-    )  # fmt: skip
+    swept_config = replace(config, images=sweep_images)
+    _, swept_images = judges_and_store(swept_config, folder)
+    swept = sweep_store(setup, swept_images, swept_config, folder)
     metrics.update({k: v for k, v in swept.items() if k.startswith(SWEEP_KEYS)})
     metrics["sweep_n_images"] = swept["n_images"]
     folder.extra["store"] = str(store.path)

@@ -40,12 +40,7 @@ class SweepConfig(ImagesConfig, WorkersConfig):
 def run(config: SweepConfig, folder: RunFolder) -> dict:
     """The experiment shape: the whole sweep into ``folder``; returns the metrics."""
     setup, store = judges_and_store(config, folder)
-    sl = image_slice(store.attrs)
-    x = setup.data.x_test[sl]
-    metrics = frozen_judge_sweep(
-        folder, store, setup.data.y_test[sl].numpy(), config.variant, config.images, config.seed,
-        test_images=x[:256].numpy(), workers=config.workers, progress=folder.progress,
-    )  # fmt: skip
+    metrics = sweep_store(setup, store, config, folder)
     shown = {k: round(100 * v, 2) for k, v in metrics.items()
              if k.endswith("_accuracy") and not k.startswith("zero")}  # fmt: skip
     folder.echo(json.dumps(shown, indent=2))
@@ -219,6 +214,17 @@ Quantile probability k / n on the x-axis, zero capability on the left, exact pla
 def save_examples(run: RunFolder, images: np.ndarray, records: list[dict], grid: int) -> Path:
     return example_plays(images, records, grid, run.file("example_plays.png"),
                          "4-turn exact play: A red (turns 1, 3), B blue (turns 2, 4)")  # fmt: skip
+
+
+def sweep_store(setup, store, config: SweepConfig, folder: RunFolder) -> dict:
+    """:func:`frozen_judge_sweep` on the images of ``store`` (labels and example images taken
+    from ``setup``'s test set)."""
+    sl = image_slice(store.attrs)
+    return frozen_judge_sweep(
+        folder, store, setup.data.y_test[sl].numpy(), config.variant, config.images, config.seed,
+        test_images=setup.data.x_test[sl][:256].numpy(), workers=config.workers,
+        progress=folder.progress,
+    )  # fmt: skip
 
 
 def frozen_judge_sweep(
