@@ -49,3 +49,15 @@ def test_study_on_a_slice_of_every_variant(tmp_path, data_root, monkeypatch):
     assert (out / "curves_selection.png").stat().st_size > 0
     again = CliRunner().invoke(main, args)  # every variant finished: read back, not recomputed
     assert again.exit_code == 0 and again.output.count("finished before") == len(VARIANTS)
+
+
+def test_paired_table_puts_our_row_under_the_published_one_and_marks_far_cells():
+    from debatelab.report.tables import paired_table
+
+    text = paired_table(
+        ["a", "b"], [("mnist", (90.0, 50.0), [88.4, 51.5]), ("new", None, [1.0, 2.0])]
+    )
+    lines = text.splitlines()
+    assert lines[2] == "| mnist | published | 90.00 | 50.00 |"
+    assert lines[3] == "|  | this study | **88.40** | 51.50 |"  # 1.6 points off: bold; 1.5: not
+    assert lines[4] == "| new | this study | 1.00 | 2.00 |"

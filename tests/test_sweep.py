@@ -144,3 +144,23 @@ def test_cli_sweep_rejects_bad_workers():
 
     result = CliRunner().invoke(main, ["sweep", "--workers", "0"])
     assert result.exit_code != 0 and "--workers" in result.output
+
+
+def test_curves_only_equals_the_whole_sweep_on_its_curves(tiny, tmp_path):
+    """The study's best-capability pass (no heat-map grid) reads the same curves, exact play and
+    best capability as the whole sweep, and resumes from its own chunks."""
+    from debatelab.experiments.sweep_report import curves_only
+
+    store, labels, _ = tiny
+    run = RunFolder(tmp_path / "run", "sweep", {"variant": "mnist"})
+    whole = frozen_judge_sweep(run, store, labels, "mnist", "0:20", progress=False)
+    curves = curves_only(store, run, labels, progress=False)
+    shared = [k for k in curves if k.startswith(("best_", "zero_", "exact_", "debate", "consul"))]
+    assert len(shared) > 20
+    for key in shared:
+        assert curves[key] == pytest.approx(whole[key], abs=1e-12), key
+    assert sorted((run.path / "curve_chunks").rglob("chunk_*.npz"))
+    debate2 = SweepPlan.build(9, 4, grid_points=0).protocols[1]
+    assert debate2.capabilities() == [(int(k), int(k)) for k in debate2.diagonal]
+    with pytest.raises(ValueError, match="grid_points"):
+        SweepPlan.build(9, 4, grid_points=-1)

@@ -21,3 +21,16 @@ SETUP_TABLE: dict[str, tuple[float, ...]] = {
 def published_setup(variant: str) -> dict[str, float]:
     """The published setup row of a variant, column name to percent."""
     return dict(zip(SETUP_COLUMNS, SETUP_TABLE[variant], strict=True))
+
+
+#: Best capability (debate read on the diagonal k_A = k_B), REFERENCE B, percent, in the order of
+#: BEST_COLUMNS.
+BEST_COLUMNS = ("cons sel", "2t sel", "4t sel", "cons judge", "2t judge", "4t judge")
+BEST_CAPABILITY = {
+    "mnist": (93.58, 95.32, 95.43, 90.44, 88.81, 89.86),
+    "mnist-whitened": (94.73, 95.44, 95.65, 79.46, 72.82, 75.76),
+    "fashionmnist": (79.58, 80.02, 80.06, 76.71, 76.42, 77.40),
+    "fashionmnist-whitened": (72.50, 74.95, 75.37, 63.17, 62.14, 64.33),
+    "cifar10": (49.11, 49.49, 49.40, 44.35, 42.44, 42.88),
+    "cifar10-whitened": (44.39, 44.67, 44.92, 35.93, 32.42, 33.34),
+}

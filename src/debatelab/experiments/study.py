@@ -19,16 +19,17 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 
 from ..data.preprocess import VARIANTS
-from ..reference import SETUP_COLUMNS
+from ..reference import BEST_CAPABILITY, BEST_COLUMNS, SETUP_COLUMNS, SETUP_TABLE
 from ..report.plots import curve_panels
 from ..report.runs import RunFolder
-from ..report.tables import setup_table
+from ..report.tables import SETUP_KEYS, paired_table
 from ..store import image_slice
 from .setup import exact_metrics, judges_and_store
-from .sweep import SweepPlan, exact_play_metrics
+from .sweep import SweepPlan
 from .sweep_report import (
+    BEST_KEYS,
     SweepConfig,
-    best_capability_table,
+    curves_only,
     protocol_curves,
     sweep_store,
 )
@@ -67,25 +68,46 @@ def variant_config(config: StudyConfig, variant: str) -> SweepConfig:
     return SweepConfig(**{**kept, "variant": variant})
 
 
-#: Sweep metrics the study keeps beside its own exact play on --images.
-SWEEP_KEYS = ("best_", "zero_capability_", "exact_consultancy_win", "exact_debate")
+#: Metrics the study keeps from the curves on --images: exact play, best and zero capability.
+CURVE_KEYS = ("consultancy_", "debate2_", "debate4_", "best_", "zero_capability_", "exact_")
+
+
+class Stopwatch:
+    """Seconds spent per named stage (summed over calls) of one run of a variant; a resumed run
+    times only what it still had to do."""
+
+    def __init__(self):
+        self.times: dict[str, float] = {}
+
+    def __call__(self, stage: str, func, *args):
+        start = time.perf_counter()
+        result = func(*args)
+        self.times[stage] = round(self.times.get(stage, 0.0) + time.perf_counter() - start, 1)
+        return result
 
 
 def run_variant(config: SweepConfig, sweep_images: str, folder: RunFolder) -> dict:
-    """One variant into ``folder``: judges, the reference columns and exact play on
-    ``config.images``, the whole sweep on ``sweep_images``."""
-    start = time.perf_counter()
-    setup, store = judges_and_store(config, folder)
-    metrics = exact_metrics(setup, store)
-    labels = setup.data.y_test[image_slice(store.attrs)].numpy()
-    metrics.update(exact_play_metrics(store, labels, config.workers, folder.progress))
+    """One variant into ``folder``: judges, the reference columns, exact play and the
+    best-capability curves (consultancy's curve, the debates' diagonals) on ``config.images``;
+    the whole sweep (heat maps, figures, example plays) on ``sweep_images``."""
+    clock = Stopwatch()
+    setup, store = clock("judges_and_store", judges_and_store, config, folder)
+    metrics = clock("reference_columns", exact_metrics, setup, store)
     swept_config = replace(config, images=sweep_images)
-    _, swept_images = judges_and_store(swept_config, folder)
-    swept = sweep_store(setup, swept_images, swept_config, folder)
-    metrics.update({k: v for k, v in swept.items() if k.startswith(SWEEP_KEYS)})
+    _, swept_images = clock("judges_and_store", judges_and_store, swept_config, folder)
+    swept = clock("sweep", sweep_store, setup, swept_images, swept_config, folder)
+    if sweep_images == config.images:
+        curves = swept
+    else:
+        labels = setup.data.y_test[image_slice(store.attrs)].numpy()
+        curves = clock("curves", curves_only, store, folder, labels, config.workers,
+                       folder.progress)  # fmt: skip
+    metrics.update({k: v for k, v in curves.items() if k.startswith(CURVE_KEYS)})
     metrics["sweep_n_images"] = swept["n_images"]
+    metrics["curves_n_images"] = curves["n_images"]
     folder.extra["store"] = str(store.path)
-    metrics["wall_time_s"] = round(time.perf_counter() - start, 1)
+    metrics["stage_times_s"] = clock.times
+    metrics["wall_time_s"] = round(sum(clock.times.values()), 1)
     return metrics
 
 
@@ -102,9 +124,11 @@ def run(config: StudyConfig, folder: RunFolder) -> dict:
                         progress=folder.progress, echo=folder.echo)  # fmt: skip
         done = sub.file("metrics.json")
         if done.exists():
-            per_variant[variant] = json.loads(done.read_text())
-            folder.echo(f"{variant}: finished before, read back")
-            continue
+            before = json.loads(done.read_text())
+            if "curves_n_images" in before:  # older studies took the best capability from the sweep
+                per_variant[variant] = before
+                folder.echo(f"{variant}: finished before, read back")
+                continue
         metrics = run_variant(cfg, config.sweep_images, sub)
         sub.finish(metrics)
         per_variant[variant] = metrics
@@ -149,18 +173,27 @@ def write_study_report(folder: RunFolder, config: StudyConfig, per_variant: dict
                 zero = per_variant[variant]["zero_capability_consultancy_selection_accuracy"]
                 refs[variant] = {"ensemble": zero}
         curve_panels(panels, metric, folder.file(f"curves_{metric}.png"), refs)
+    setup_rows, best_rows = [], []
+    for variant, m in per_variant.items():
+        pub = SETUP_TABLE.get(variant)
+        setup_rows.append((variant, pub, [100 * m[SETUP_KEYS[c]] for c in SETUP_COLUMNS]))
+        best = [100 * m[f"best_{k}_accuracy"] for k in BEST_KEYS]
+        best_rows.append((variant, BEST_CAPABILITY.get(variant), best))
+    n_images = sorted({m["n_images"] for m in per_variant.values()})
+    n_curves = sorted(
+        {m.get("curves_n_images", m.get("sweep_n_images")) for m in per_variant.values()}
+    )
     lines = [f"# debatelab study: {len(per_variant)} dataset variants\n",
-             f"Setup table and exact play on test images {config.images} of each variant, the "
-             f"sweep (best capability, curves) on {config.sweep_images}; judges seed "
-             f"{config.seed}; asym rule; published numbers are full 10,000-image test sets "
-             "(REFERENCE B).\n",
-             "## Setup table and exact play\n"]  # fmt: skip
-    for variant, m in per_variant.items():
-        lines += [f"**{variant}** ({m['n_images']:,} images)\n",
-                  setup_table(variant, m, list(SETUP_COLUMNS)), ""]  # fmt: skip
-    lines.append("## Best capability (debate read on the diagonal)\n")
-    for variant, m in per_variant.items():
-        lines += [f"**{variant}**\n", best_capability_table(variant, m), ""]
+             f"Judges seed {config.seed}; asym rule; the published numbers are full 10,000-image "
+             "test sets (REFERENCE B). Our cells more than 1.5 points from the published ones are "
+             "bold. Per-variant reports (standard errors, heat maps, example plays) are in the "
+             "variants' folders.\n",
+             f"## Setup table and exact play ({', '.join(f'{n:,}' for n in n_images)} test "
+             f"images per variant: {config.images})\n",
+             paired_table(list(SETUP_COLUMNS), setup_rows), "",
+             f"## Best capability, debate read on the diagonal "
+             f"({', '.join(f'{n:,}' for n in n_curves)} test images per variant)\n",
+             paired_table(list(BEST_COLUMNS), best_rows), ""]  # fmt: skip
     lo, hi = PUBLISHED_RANGES["consultancy_drop"]
     dlo, dhi = PUBLISHED_RANGES["debate_minus_ensemble"]
     lines += ["## Consultancy's drop and debate's distance to the ensemble (points)\n",

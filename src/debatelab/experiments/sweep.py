@@ -82,15 +82,21 @@ class SweepPlan:
               consultancy_points=48) -> SweepPlan:  # fmt: skip
         if reveal % 4:
             raise ValueError(f"the sweep plays 1, 2 and 4 turns, so reveal must be a multiple of 4, got {reveal}")  # fmt: skip
+        if grid_points < 0:
+            raise ValueError(f"grid_points must be >= 0 (0: no heat-map grid), got {grid_points}")
         half, quarter = reveal // 2, reveal // 4
         pair_a, pair_b = comb(n_cells, half), comb(n_cells - half, half)
         cell_a, cell_b = comb(n_cells, quarter), comb(n_cells - quarter, quarter)
+
+        def grid(max_k: int) -> np.ndarray:
+            return capability_ks(max_k, grid_points) if grid_points else np.zeros(0, np.int64)
+
         protocols = (
             Protocol("consultancy", (reveal,), capability_ks(comb(n_cells, reveal), consultancy_points)),
-            Protocol("debate2", (half, half), capability_ks(pair_a, grid_points),
-                     capability_ks(pair_b, grid_points), capability_ks(max(pair_a, pair_b), diagonal_points)),
-            Protocol("debate4", (quarter,) * 4, capability_ks(cell_a, grid_points),
-                     capability_ks(cell_b, grid_points), capability_ks(max(cell_a, cell_b), diagonal_points)),
+            Protocol("debate2", (half, half), grid(pair_a), grid(pair_b),
+                     capability_ks(max(pair_a, pair_b), diagonal_points)),
+            Protocol("debate4", (quarter,) * 4, grid(cell_a), grid(cell_b),
+                     capability_ks(max(cell_a, cell_b), diagonal_points)),
         )  # fmt: skip
         return cls(n_cells, reveal, grid_points, diagonal_points, consultancy_points, protocols)
 

@@ -17,13 +17,14 @@ from pathlib import Path
 import numpy as np
 
 from ..games.lines import principal_line
+from ..reference import BEST_CAPABILITY, BEST_COLUMNS
 from ..report.plots import capability_curves, example_plays, heat_map
 from ..report.runs import RunFolder
 from ..report.tables import setup_table
 from ..resume import KeyedPieces
 from ..store import image_slice
 from .setup import ImagesConfig, WorkersConfig, judges_and_store
-from .sweep import SweepPlan, exact_columns
+from .sweep import SweepPlan, exact_columns, run_sweep
 
 
 @dataclass
@@ -47,16 +48,6 @@ def run(config: SweepConfig, folder: RunFolder) -> dict:
     return metrics
 
 
-#: Best capability (debate read on the diagonal k_A = k_B), REFERENCE B, percent:
-#: cons sel, 2t sel, 4t sel, cons judge, 2t judge, 4t judge.
-BEST_CAPABILITY = {
-    "mnist": (93.58, 95.32, 95.43, 90.44, 88.81, 89.86),
-    "mnist-whitened": (94.73, 95.44, 95.65, 79.46, 72.82, 75.76),
-    "fashionmnist": (79.58, 80.02, 80.06, 76.71, 76.42, 77.40),
-    "fashionmnist-whitened": (72.50, 74.95, 75.37, 63.17, 62.14, 64.33),
-    "cifar10": (49.11, 49.49, 49.40, 44.35, 42.44, 42.88),
-    "cifar10-whitened": (44.39, 44.67, 44.92, 35.93, 32.42, 33.34),
-}
 BEST_KEYS = ("consultancy_selection", "debate2_selection", "debate4_selection",
              "consultancy_judge", "debate2_judge", "debate4_judge")  # fmt: skip
 
@@ -73,13 +64,16 @@ def protocol_arrays(res: dict[str, np.ndarray], plan: SweepPlan) -> dict[str, np
             for m in ("selection", "judge", "win"):
                 out[f"{name}_{m}"] = res[f"{name}/{m}"][[index[(int(k), 1)] for k in proto.ks_a]]
             continue
-        out[f"{name}_grid_ka"], out[f"{name}_grid_kb"] = proto.ks_a, proto.ks_b
         out[f"{name}_diag_k"] = proto.diagonal
-        grid = [[index[(int(a), int(b))] for b in proto.ks_b] for a in proto.ks_a]
         diag = [index[(int(k), int(k))] for k in proto.diagonal]
         for m in ("selection", "judge", "win"):
-            out[f"{name}_grid_{m}"] = res[f"{name}/{m}"][np.array(grid)]
             out[f"{name}_diag_{m}"] = res[f"{name}/{m}"][diag]
+        if len(proto.ks_a) == 0:  # a curves-only plan: no heat-map grid
+            continue
+        out[f"{name}_grid_ka"], out[f"{name}_grid_kb"] = proto.ks_a, proto.ks_b
+        grid = np.array([[index[(int(a), int(b))] for b in proto.ks_b] for a in proto.ks_a])
+        for m in ("selection", "judge", "win"):
+            out[f"{name}_grid_{m}"] = res[f"{name}/{m}"][grid]
     return out
 
 
@@ -101,8 +95,7 @@ def summary_metrics(res: dict[str, np.ndarray], arrays: dict[str, np.ndarray]) -
 
 def best_capability_table(variant: str, metrics: dict) -> str:
     """Markdown: this run's best-capability row next to the published one."""
-    cols = ["cons sel", "2t sel", "4t sel", "cons judge", "2t judge", "4t judge"]
-    lines = ["| | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
+    lines = ["| | " + " | ".join(BEST_COLUMNS) + " |", "|---" * (len(BEST_COLUMNS) + 1) + "|"]
     ours = [f"{100 * metrics[f'best_{k}_accuracy']:.2f}" for k in BEST_KEYS]
     lines.append("| this run | " + " | ".join(ours) + " |")
     if variant in BEST_CAPABILITY:
@@ -227,6 +220,33 @@ def sweep_store(setup, store, config: SweepConfig, folder: RunFolder) -> dict:
     )  # fmt: skip
 
 
+def keyed_sweep(run: RunFolder, name: str, store, labels: np.ndarray, plan: SweepPlan,
+                workers: int = 1, progress: bool = True, n_images: int | None = None) -> dict:  # fmt: skip
+    """:func:`.sweep.run_sweep` with its finished chunks kept in ``run``'s folder ``name``.
+
+    Chunks are keyed by everything that decides them, the store (judge, images) and the plan,
+    so a rerun under other settings never mixes old chunks into new results."""
+    settings = {"store": {k: v for k, v in store.attrs.items() if k != "note"},
+                "plan": [plan.n_cells, plan.reveal, plan.grid_points, plan.diagonal_points,
+                         plan.consultancy_points],
+                "n_images": n_images}  # fmt: skip
+    chunks = KeyedPieces(run.file(name), settings).folder
+    return run_sweep(store, labels, plan, chunk_dir=chunks, workers=workers,
+                     progress=progress, n_images=n_images)  # fmt: skip
+
+
+def curves_only(store, run: RunFolder, labels: np.ndarray, workers: int = 1,
+                progress: bool = True) -> dict:  # fmt: skip
+    """Exact play, consultancy's curve and both debates' diagonals (no heat-map grid: about
+    two thirds of the whole sweep's cost, most of it the diagonals) on every image of ``store``, resumable in ``run``'s
+    ``curve_chunks``; returns :func:`summary_metrics` (exact play, best capability, zero
+    capability) with standard errors of the exact-play columns."""
+    plan = SweepPlan.build(store.attrs.get("grid", 6) ** 2, store.attrs.get("reveal", 4),
+                           grid_points=0)  # fmt: skip
+    res = keyed_sweep(run, "curve_chunks", store, labels, plan, workers, progress)
+    return summary_metrics(res, protocol_arrays(res, plan))
+
+
 def frozen_judge_sweep(
     run: RunFolder,
     store,
@@ -245,20 +265,10 @@ def frozen_judge_sweep(
     ``exact_play.npz``, figures, ``report.md``; returns the metrics (not yet written)."""
     import time
 
-    from .sweep import run_sweep
-
     timings = {}
     start = time.perf_counter()
     plan = plan or SweepPlan.build(store.attrs.get("grid", 6) ** 2, store.attrs.get("reveal", 4))
-    # finished chunks are keyed by everything that decides them: the store (judge, images) and
-    # the plan, so a rerun under other settings never mixes old chunks into new results
-    chunk_settings = {"store": {k: v for k, v in store.attrs.items() if k != "note"},
-                      "plan": [plan.n_cells, plan.reveal, plan.grid_points,
-                               plan.diagonal_points, plan.consultancy_points],
-                      "n_images": n_images}  # fmt: skip
-    chunks = KeyedPieces(run.file("chunks"), chunk_settings).folder
-    res = run_sweep(store, labels, plan, chunk_dir=chunks, workers=workers,
-                    progress=progress, n_images=n_images)  # fmt: skip
+    res = keyed_sweep(run, "chunks", store, labels, plan, workers, progress, n_images)
     timings["solve"] = time.perf_counter() - start
     arrays = protocol_arrays(res, plan)
     np.savez(run.file("sweep_arrays.npz"), **arrays)

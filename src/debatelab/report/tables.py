@@ -36,3 +36,22 @@ def setup_table(variant: str, metrics: dict[str, float], columns: list[str],
         pub = published_setup(variant)
         lines.append("| published | " + " | ".join(f"{pub[c]:.2f}" for c in columns) + " |")
     return "\n".join(lines)
+
+
+def paired_table(columns: list[str], rows: list[tuple[str, tuple | None, list[float]]],
+                 label: str = "this study", tolerance: float = 1.5) -> str:  # fmt: skip
+    """A markdown table with, per entry ``(name, published, ours)``, the published row and this
+    study's row under it (percent); our cells more than ``tolerance`` points from the published
+    one are bold."""
+    lines = ["| variant | | " + " | ".join(columns) + " |", "|---" * (len(columns) + 2) + "|"]
+    for name, published, ours in rows:
+        if published is not None:
+            lines.append(f"| {name} | published | " + " | ".join(f"{v:.2f}" for v in published)
+                         + " |")  # fmt: skip
+        cells = []
+        for i, value in enumerate(ours):
+            far = published is not None and abs(value - published[i]) > tolerance
+            cells.append(f"**{value:.2f}**" if far else f"{value:.2f}")
+        lines.append(f"| {'' if published is not None else name} | {label} | "
+                     + " | ".join(cells) + " |")  # fmt: skip
+    return "\n".join(lines)
