@@ -13,42 +13,69 @@ from debatelab.cli import main
 from debatelab.data.preprocess import VARIANTS
 
 
-@pytest.mark.slow
-def test_study_on_a_slice_of_every_variant(tmp_path, data_root, monkeypatch):
-    """100 evenly spaced test images per variant (the sweep on 10), judges trained for 2 epochs
-    on 10,000 images.
+def _variant_metrics(metrics: dict, variant: str) -> dict:
+    return {k.split("/", 1)[1]: v for k, v in metrics.items() if k.startswith(f"{variant}/")}
 
-    Every variant, any judge: under exact play consultancy's win rate is at least each
-    debate's (A alone picks the best of all masks; in debate B answers). MNIST and
-    FashionMNIST, raw and whitened: perfect >= ensemble >= sparse, and under exact play both
-    debates select the true class at least as often as consultancy (REFERENCE B: by 0.2 to 22.9
-    points on the full test sets). CIFAR-10's orderings need judges trained longer than CI can
-    afford (at 2 epochs on 10,000 images, gold 41-50 %: consultancy beat debate by 4 points on
-    100 raw images, and the whitened judge's perfect column fell below its ensemble)."""
+
+def _check_orderings(m: dict, variant: str) -> None:
+    """The orderings that do not depend on the slice, given judges good enough for the variant."""
+    for debate in ("debate2", "debate4"):  # A alone picks the best mask; in debate B answers
+        assert m["exact_consultancy_win_rate"] >= m[f"exact_{debate}_win_rate"] - 1e-6, variant
+        assert m[f"{debate}_selection_accuracy"] >= m["consultancy_selection_accuracy"], variant
+    assert m["perfect_accuracy"] >= m["ensemble_accuracy"] >= m["sparse_accuracy"], variant
+
+
+def _run_study(tmp_path, monkeypatch, data_root, args: list[str]) -> tuple[dict, str]:
     monkeypatch.setenv("DEBATELAB_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("DEBATELAB_DATA", str(data_root))
     out = tmp_path / "study"
-    args = ["study", "--images", "0:10000:100", "--sweep-images", "0:10000:1000",
-            "--train-limit", "10000", "--epochs", "2", "--quiet", "--out", str(out)]  # fmt: skip
+    args = ["study", *args, "--quiet", "--out", str(out)]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 0, result.output
-    metrics = json.loads((out / "metrics.json").read_text())
-    for v in VARIANTS:
-        m = {k.split("/", 1)[1]: val for k, val in metrics.items() if k.startswith(f"{v}/")}
-        assert m["n_images"] == 100 and m["sweep_n_images"] == 10
-        for debate in ("debate2", "debate4"):
-            assert m["exact_consultancy_win_rate"] >= m[f"exact_{debate}_win_rate"] - 1e-6, v
-        if not v.startswith("cifar10"):
-            assert m["perfect_accuracy"] >= m["ensemble_accuracy"] >= m["sparse_accuracy"], v
-            for debate in ("debate2", "debate4"):
-                assert m[f"{debate}_selection_accuracy"] >= m["consultancy_selection_accuracy"], v
-        assert (out / v / "sweep_arrays.npz").exists() and m["wall_time_s"] > 0
+    again = CliRunner().invoke(main, args)  # every variant finished: read back, not recomputed
+    assert again.exit_code == 0 and again.output.count("finished before") == args[2].count(",") + 1
     report = (out / "report.md").read_text()
-    assert report.count("| published |") == 2 * len(VARIANTS)
     assert "3.1 to 22.8" in report and "curves_selection.png" in report
     assert (out / "curves_selection.png").stat().st_size > 0
-    again = CliRunner().invoke(main, args)  # every variant finished: read back, not recomputed
-    assert again.exit_code == 0 and again.output.count("finished before") == len(VARIANTS)
+    return json.loads((out / "metrics.json").read_text()), report
+
+
+GREY = [v for v in VARIANTS if not v.startswith("cifar10")]
+CIFAR = [v for v in VARIANTS if v.startswith("cifar10")]
+
+
+@pytest.mark.slow
+def test_study_on_a_slice_of_the_grey_variants(tmp_path, data_root, monkeypatch):
+    """MNIST and FashionMNIST, raw and whitened: 100 evenly spaced test images per variant (the
+    heat-map sweep on 10), judges trained for 2 epochs on 10,000 images. Under exact play both
+    debates select the true class at least as often as consultancy (REFERENCE B: by 4.8 to 22.9
+    points on the full test sets), consultancy wins at least as often as either debate, and
+    perfect >= ensemble >= sparse."""
+    args = ["--variants", ",".join(GREY), "--images", "0:10000:100",
+            "--sweep-images", "0:10000:1000", "--train-limit", "10000", "--epochs", "2"]  # fmt: skip
+    metrics, report = _run_study(tmp_path, monkeypatch, data_root, args)
+    assert report.count("| published |") == 2 * len(GREY)
+    for v in GREY:
+        m = _variant_metrics(metrics, v)
+        assert m["n_images"] == m["curves_n_images"] == 100 and m["sweep_n_images"] == 10
+        _check_orderings(m, v)
+
+
+@pytest.mark.slow
+def test_study_on_a_slice_of_cifar10(tmp_path, data_root, monkeypatch):
+    """CIFAR-10, raw and whitened: 200 evenly spaced test images, judges trained for 3 epochs on
+    the whole training set (at 2 epochs on 10,000 images, gold 41-50 %, consultancy beat debate
+    by 4 points on 100 raw images and the whitened judge's perfect column fell below its
+    ensemble: the orderings need a judge that has learnt something). REFERENCE B's gaps on the
+    full test sets: debate over consultancy by 7.0 and 8.8 points, perfect - ensemble 21.1 and
+    23.0, ensemble - sparse 9.8 and 13.3."""
+    args = ["--variants", ",".join(CIFAR), "--images", "0:10000:50",
+            "--sweep-images", "0:10000:1000", "--epochs", "3"]  # fmt: skip
+    metrics, _ = _run_study(tmp_path, monkeypatch, data_root, args)
+    for v in CIFAR:
+        m = _variant_metrics(metrics, v)
+        assert m["n_images"] == 200 and m["sweep_n_images"] == 10
+        _check_orderings(m, v)
 
 
 def test_paired_table_puts_our_row_under_the_published_one_and_marks_far_cells():

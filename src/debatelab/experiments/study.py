@@ -47,10 +47,14 @@ class StudyConfig(SweepConfig):
     """Dataset variants, comma-separated (default: all six)."""
     variant: str = field(default="mnist", metadata={"cli": False})
     images: str = "all"
+    """Test images of the setup table, exact play and the best-capability curves
+    (consultancy's curve and the debates' diagonals, about 0.45 CPU-s per image on this
+    project's 2-core machine: some 40 minutes per variant on the full test set): 'all', 'N',
+    'start:stop' or 'start:stop:step'."""
     sweep_images: str = "all"
-    """Test images of the quantiliser sweep (curves, heat maps, best capability), as --images;
-    the setup table and exact play use --images. The whole sweep costs about 0.35 CPU-s per
-    image on this project's machine (an hour per variant on the full test set)."""
+    """Test images of the whole quantiliser sweep (heat maps, the curve figures, example
+    plays), as --images; it costs about 0.7 CPU-s per image (an hour per variant on the full
+    test set)."""
 
     def __post_init__(self):
         super().__post_init__()
