@@ -167,6 +167,8 @@ def published_contrasts(variant: str) -> dict[str, float]:
 def write_study_report(folder: RunFolder, config: StudyConfig, per_variant: dict) -> None:
     """``report.md`` and ``curves_selection.png`` / ``curves_judge.png`` of the whole study."""
     plan = SweepPlan.build(config.grid * config.grid, config.reveal)
+    order = list(VARIANTS)
+    per_variant = {v: per_variant[v] for v in sorted(per_variant, key=order.index)}
     for metric in ("selection", "judge"):
         panels, refs = {}, {}
         for variant in per_variant:
@@ -176,7 +178,8 @@ def write_study_report(folder: RunFolder, config: StudyConfig, per_variant: dict
             if metric == "selection":  # the sweep's own zero capability: the ensemble
                 zero = per_variant[variant]["zero_capability_consultancy_selection_accuracy"]
                 refs[variant] = {"ensemble": zero}
-        curve_panels(panels, metric, folder.file(f"curves_{metric}.png"), refs)
+        # two per row: each dataset raw on the left, per-class whitened on the right
+        curve_panels(panels, metric, folder.file(f"curves_{metric}.png"), refs, per_row=2)
     setup_rows, best_rows = [], []
     for variant, m in per_variant.items():
         pub = SETUP_TABLE.get(variant)

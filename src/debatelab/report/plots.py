@@ -67,9 +67,11 @@ def draw_curves(ax, curves: dict[str, tuple[np.ndarray, np.ndarray, int]], metri
 
 
 def curve_panels(panels: dict[str, dict], metric: str, path: Path,
-                 references: dict[str, dict[str, float]] | None = None) -> Path:  # fmt: skip
-    """One panel of capability curves per title (e.g. per dataset variant), 3 per row."""
-    cols = min(3, len(panels))
+                 references: dict[str, dict[str, float]] | None = None,
+                 per_row: int = 3) -> Path:  # fmt: skip
+    """One panel of capability curves per title (e.g. per dataset variant), ``per_row`` per
+    row."""
+    cols = min(per_row, len(panels))
     rows = -(-len(panels) // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 3.8 * rows), squeeze=False)
     for ax in axes.ravel()[len(panels) :]:
