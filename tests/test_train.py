@@ -72,3 +72,19 @@ def test_failed_write_leaves_nothing_behind(tmp_path):
     with pytest.raises((TypeError, AttributeError)):
         _save(target, {"format": "x", "bad": lambda: None})  # lambdas cannot be pickled
     assert list(tmp_path.iterdir()) == []
+
+
+def test_judge_keys_change_with_the_dataset_revision(monkeypatch):
+    """A reader change (a new data revision) gives new judge keys, hence new stores: nothing
+    made from the old images is reused; other datasets keep their keys."""
+    from debatelab.data import sources
+    from debatelab.judges.train import TrainConfig
+
+    now = {v: TrainConfig(v, "sparse").key() for v in ("cifar10", "cifar10-whitened", "mnist")}
+    monkeypatch.setattr(sources, "DATA_REVISIONS", {})
+    before = {v: TrainConfig(v, "sparse").key() for v in now}
+    assert (
+        now["cifar10"] != before["cifar10"]
+        and now["cifar10-whitened"] != before["cifar10-whitened"]
+    )
+    assert now["mnist"] == before["mnist"] and now["cifar10"].startswith("cifar10-sparse-s0-")

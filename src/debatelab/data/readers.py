@@ -162,16 +162,23 @@ def _stack(images: list[np.ndarray], labels: list[int], source, split, classes):
     return np.stack(images), np.asarray(labels, dtype=np.uint8)
 
 
+#: Seed of the class order inside each block of an image folder read by :func:`read_image_folder`.
+BLOCK_ORDER_SEED = 10
+
+
 def read_image_folder(
     source: str | os.PathLike, split: str, classes: list[str] | None = None
 ) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """Read ``<split>/<class>/*.jpg`` images from a folder or a ``.tar.gz`` archive.
 
     Labels follow ``classes`` if given, else the class folders sorted by name. Returns
-    ``(images (N, H, W, 3), labels, classes)``. Classes are interleaved, the r-th image of each
-    class in turn (in file-name order within a class), so that every prefix and every evenly
-    spaced slice is balanced, as in the official CIFAR-10 batches (which are in random order);
-    class by class, ``train_limit`` or ``--images 0:1000`` would see one or two classes only.
+    ``(images (N, H, W, 3), labels, classes)``. The order stands in for the random order of
+    the official CIFAR-10 batches: block r holds the r-th image of each class (file-name order
+    within a class), the classes of each block in a fixed pseudo-random order
+    (:data:`BLOCK_ORDER_SEED`). So every prefix is balanced to within one image per class, and an
+    evenly spaced slice is balanced in expectation whatever its step (a fixed class order would
+    make ``0:10000:10`` one class and ``0:10000:2`` half of them); class by class,
+    ``train_limit`` or ``--images 0:1000`` would see one or two classes only.
     """
     source = Path(source)
     found: dict[str, list[tuple[str, bytes]]] = {}
@@ -207,8 +214,10 @@ def read_image_folder(
         raise DatasetFormatError(f"{source}: unknown class folders {sorted(unknown)}")
     per_class = [sorted(found.get(name, [])) for name in classes]
     images, labels = [], []
+    rng = np.random.default_rng(BLOCK_ORDER_SEED)
     for rank in range(max((len(files) for files in per_class), default=0)):
-        for label, files in enumerate(per_class):
+        for label in rng.permutation(len(per_class)).tolist():
+            files = per_class[label]
             if rank < len(files):
                 fname, raw = files[rank]
                 images.append(_decode_image(raw, fname))

@@ -69,6 +69,17 @@ CIFAR_DOWNLOAD = Download(
 
 DATASETS = {"mnist": "MNIST", "fashionmnist": "FashionMNIST", "cifar10": "CIFAR10"}
 
+#: Revision of a dataset's images as read (their order included). Judges and all-mask stores are
+#: keyed by it, so a reader change never reuses a judge or store made from the old images.
+#: CIFAR-10, revision 2: the image-folder copy's classes in pseudo-random order inside each block
+#: (revision 1 cycled them in a fixed order, so every tenth image was one class).
+DATA_REVISIONS = {"cifar10": 2}
+
+
+def data_revision(name: str) -> int:
+    """The revision of dataset ``name`` (1 unless its reader changed what it returns)."""
+    return DATA_REVISIONS.get(name, 1)
+
 
 def _idx_candidates(root: Path, folder: str) -> list[Path]:
     return [root / folder / "raw", root / folder, root / folder.lower(), root]

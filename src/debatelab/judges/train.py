@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from ..atomic import atomic_path
-from ..data import ImageData
+from ..data import ImageData, check_variant, data_revision
 from ..errors import CacheError
 from ..geometry import Grid
 from ..paths import cache_dir
@@ -77,8 +77,11 @@ class TrainConfig:
             self.widths = tuple(int(w) for w in self.widths)
 
     def key(self) -> str:
-        """Cache key: variant, kind, seed and a hash of every setting."""
-        return settings_key(f"{self.variant}-{self.kind}-s{self.seed}", self)
+        """Cache key: variant, kind, seed and a hash of every setting and, once a dataset's
+        reader has changed (:func:`debatelab.data.data_revision` > 1), of its revision."""
+        revision = data_revision(check_variant(self.variant)[0])
+        settings = self if revision == 1 else {**asdict(self), "data_revision": revision}
+        return settings_key(f"{self.variant}-{self.kind}-s{self.seed}", settings)
 
 
 @dataclass
