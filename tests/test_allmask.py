@@ -148,3 +148,25 @@ def test_reference_columns_on_a_hand_made_example():
     assert np.allclose(hits["sparse"], [2 / 3, 1 / 3])
     assert hits["ensemble"].tolist() == [1.0, 0.0]  # means (.43,.37,.2) and (.27,.3,.43)
     assert hits["perfect"].tolist() == [0.0, 1.0]
+
+
+def test_a_dump_that_cannot_fit_stops_with_one_clear_error_before_writing(tmp_path, monkeypatch):
+    """7 images x C(36, 2) masks x 10 classes in float16 need 88,200 bytes (rounded up to whole
+    chunks: 8 images, 100,800); with less free, the dump refuses before computing any chunk."""
+    import shutil as real_shutil
+    from collections import namedtuple
+
+    import debatelab.store as store_module
+    from debatelab.errors import CacheError
+
+    usage = namedtuple("usage", "total used free")
+    fake = type("FakeShutil", (), {"disk_usage": staticmethod(lambda p: usage(1, 1, 100_000)),
+                                   "rmtree": staticmethod(real_shutil.rmtree)})  # fmt: skip
+    monkeypatch.setattr(store_module, "shutil", fake)
+    model = _random_judge(1, (8, 16))
+    images = torch.randn(7, 1, 18, 18, generator=torch.Generator().manual_seed(2))
+    with pytest.raises(CacheError, match=r"needs about 0\.0 GB more .* DEBATELAB_CACHE"):
+        _dump(tmp_path / "big.zarr", model, images)
+    assert not store_module.open_store(tmp_path / "big.zarr").done.any()
+    fake.disk_usage = staticmethod(lambda p: usage(1, 1, 100_800))
+    assert _dump(tmp_path / "big.zarr", model, images).complete  # exactly enough: it runs

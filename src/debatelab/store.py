@@ -150,6 +150,17 @@ def open_store(path: str | os.PathLike) -> AllMaskStore:
     return AllMaskStore(path, group)
 
 
+def _check_free_space(path: Path, needed: int) -> None:
+    """One clear error before a dump that cannot fit, instead of a full disk halfway through."""
+    free = shutil.disk_usage(path).free
+    if needed > free:
+        raise CacheError(
+            f"the all-mask store {path} needs about {needed / 1e9:.1f} GB more but only "
+            f"{free / 1e9:.1f} GB are free on its disk (float16, {needed // 2:,} values); free "
+            "space, point DEBATELAB_CACHE (--cache-dir) at a larger disk, or use fewer --images"
+        )
+
+
 def dump_all_mask_probs(
     model: JudgeCNN,
     images: torch.Tensor,
@@ -202,6 +213,7 @@ def dump_all_mask_probs(
     done = store.done
     todo = np.flatnonzero(~done)
     size = store.chunk_images
+    _check_free_space(path, len(todo) * size * n_masks * shape[2] * 2)
     for n_done, c in enumerate(progress_bar(todo, enabled=progress, desc=f"dump {path.name}",
                                             unit="chunk")):  # fmt: skip
         if stop_after_chunks is not None and n_done >= stop_after_chunks:
