@@ -27,8 +27,8 @@ from ..store import image_slice
 from .setup import exact_metrics, judges_and_store
 from .sweep import SweepPlan
 from .sweep_report import (
-    BEST_KEYS,
     SweepConfig,
+    best_values,
     curves_only,
     protocol_curves,
     sweep_store,
@@ -184,8 +184,7 @@ def write_study_report(folder: RunFolder, config: StudyConfig, per_variant: dict
     for variant, m in per_variant.items():
         pub = SETUP_TABLE.get(variant)
         setup_rows.append((variant, pub, [100 * m[SETUP_KEYS[c]] for c in SETUP_COLUMNS]))
-        best = [100 * m[f"best_{k}_accuracy"] for k in BEST_KEYS]
-        best_rows.append((variant, BEST_CAPABILITY.get(variant), best))
+        best_rows.append((variant, BEST_CAPABILITY.get(variant), best_values(m)))
     n_images = sorted({m["n_images"] for m in per_variant.values()})
     n_curves = sorted(
         {m.get("curves_n_images", m.get("sweep_n_images")) for m in per_variant.values()}

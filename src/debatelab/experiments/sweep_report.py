@@ -20,7 +20,7 @@ from ..games.lines import principal_line
 from ..reference import BEST_CAPABILITY, BEST_COLUMNS
 from ..report.plots import capability_curves, example_plays, heat_map
 from ..report.runs import RunFolder
-from ..report.tables import setup_table
+from ..report.tables import paired_table, setup_table
 from ..resume import KeyedPieces
 from ..store import image_slice
 from .setup import ImagesConfig, WorkersConfig, judges_and_store
@@ -93,15 +93,15 @@ def summary_metrics(res: dict[str, np.ndarray], arrays: dict[str, np.ndarray]) -
     return metrics
 
 
+def best_values(metrics: dict) -> list[float]:
+    """The best-capability row (percent) in the order of :data:`BEST_COLUMNS`."""
+    return [100 * metrics[f"best_{k}_accuracy"] for k in BEST_KEYS]
+
+
 def best_capability_table(variant: str, metrics: dict) -> str:
-    """Markdown: this run's best-capability row next to the published one."""
-    lines = ["| | " + " | ".join(BEST_COLUMNS) + " |", "|---" * (len(BEST_COLUMNS) + 1) + "|"]
-    ours = [f"{100 * metrics[f'best_{k}_accuracy']:.2f}" for k in BEST_KEYS]
-    lines.append("| this run | " + " | ".join(ours) + " |")
-    if variant in BEST_CAPABILITY:
-        lines.append("| published | " + " | ".join(f"{v:.2f}" for v in BEST_CAPABILITY[variant])
-                     + " |")  # fmt: skip
-    return "\n".join(lines)
+    """Markdown: this run's best-capability row under the published one."""
+    rows = [(variant, BEST_CAPABILITY.get(variant), best_values(metrics))]
+    return paired_table(list(BEST_COLUMNS), rows, label="this run")
 
 
 def make_figures(run: RunFolder, arrays: dict[str, np.ndarray], plan: SweepPlan,
@@ -237,9 +237,9 @@ def keyed_sweep(run: RunFolder, name: str, store, labels: np.ndarray, plan: Swee
 
 def curves_only(store, run: RunFolder, labels: np.ndarray, workers: int = 1,
                 progress: bool = True) -> dict:  # fmt: skip
-    """Exact play, consultancy's curve and both debates' diagonals (no heat-map grid: about
-    two thirds of the whole sweep's cost, most of it the diagonals) on every image of ``store``, resumable in ``run``'s
-    ``curve_chunks``; returns :func:`summary_metrics` (exact play, best capability, zero
+    """Exact play, consultancy's curve and both debates' diagonals on every image of ``store``
+    (no heat-map grid: about two thirds of the whole sweep's cost, most of it the diagonals),
+    resumable in ``run``'s ``curve_chunks``; returns :func:`summary_metrics` (exact play, best capability, zero
     capability) with standard errors of the exact-play columns."""
     plan = SweepPlan.build(store.attrs.get("grid", 6) ** 2, store.attrs.get("reveal", 4),
                            grid_points=0)  # fmt: skip
