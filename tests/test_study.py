@@ -47,17 +47,20 @@ CIFAR = [v for v in VARIANTS if v.startswith("cifar10")]
 @pytest.mark.slow
 def test_study_on_a_slice_of_the_grey_variants(tmp_path, data_root, monkeypatch):
     """MNIST and FashionMNIST, raw and whitened: 100 evenly spaced test images per variant (the
-    heat-map sweep on 10), judges trained for 2 epochs on 10,000 images. Under exact play both
+    heat-map sweep and the best-capability row on 10 of them), judges trained for 2 epochs on
+    10,000 images. Under exact play both
     debates select the true class at least as often as consultancy (REFERENCE B: by 4.8 to 22.9
     points on the full test sets), consultancy wins at least as often as either debate, and
     perfect >= ensemble >= sparse."""
     args = ["--variants", ",".join(GREY), "--images", "0:10000:100",
-            "--sweep-images", "0:10000:1000", "--train-limit", "10000", "--epochs", "2"]  # fmt: skip
+            "--sweep-images", "0:10000:1000", "--curves-images", "0:10000:1000",
+            "--train-limit", "10000", "--epochs", "2"]  # fmt: skip
     metrics, report = _run_study(tmp_path, monkeypatch, data_root, args)
     assert report.count("| published |") == 2 * len(GREY)
     for v in GREY:
         m = _variant_metrics(metrics, v)
-        assert m["n_images"] == m["curves_n_images"] == 100 and m["sweep_n_images"] == 10
+        assert m["n_images"] == 100 and m["sweep_n_images"] == m["curves_n_images"] == 10
+        assert "exact_play" in m["stage_times_s"]  # exact play on the 100, not read from the 10
         _check_orderings(m, v)
 
 
@@ -70,11 +73,13 @@ def test_study_on_a_slice_of_cifar10(tmp_path, data_root, monkeypatch):
     full test sets: debate over consultancy by 7.0 and 8.8 points, perfect - ensemble 21.1 and
     23.0, ensemble - sparse 9.8 and 13.3."""
     args = ["--variants", ",".join(CIFAR), "--images", "0:10000:50",
-            "--sweep-images", "0:10000:1000", "--epochs", "3"]  # fmt: skip
+            "--sweep-images", "0:10000:1000", "--curves-images", "0:10000:50",
+            "--epochs", "3"]  # fmt: skip
     metrics, _ = _run_study(tmp_path, monkeypatch, data_root, args)
     for v in CIFAR:
         m = _variant_metrics(metrics, v)
-        assert m["n_images"] == 200 and m["sweep_n_images"] == 10
+        assert m["n_images"] == m["curves_n_images"] == 200 and m["sweep_n_images"] == 10
+        assert "exact_play" not in m["stage_times_s"]  # read from the curves on the same images
         _check_orderings(m, v)
 
 

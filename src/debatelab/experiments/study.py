@@ -25,7 +25,7 @@ from ..report.runs import RunFolder
 from ..report.tables import SETUP_KEYS, paired_table
 from ..store import image_slice
 from .setup import exact_metrics, judges_and_store
-from .sweep import SweepPlan
+from .sweep import SweepPlan, exact_play_metrics
 from .sweep_report import (
     SweepConfig,
     best_values,
@@ -47,10 +47,13 @@ class StudyConfig(SweepConfig):
     """Dataset variants, comma-separated (default: all six)."""
     variant: str = field(default="mnist", metadata={"cli": False})
     images: str = "all"
-    """Test images of the setup table, exact play and the best-capability curves
-    (consultancy's curve and the debates' diagonals, about 0.45 CPU-s per image on this
-    project's 2-core machine: some 40 minutes per variant on the full test set): 'all', 'N',
-    'start:stop' or 'start:stop:step'."""
+    """Test images of the setup table and exact play: 'all', 'N', 'start:stop' or
+    'start:stop:step'."""
+    curves_images: str = "all"
+    """Test images of the best-capability row: consultancy's curve and the debates' diagonals,
+    about 0.45 CPU-s per image on this project's 2-core machine (some 40 minutes per variant on
+    the full test set); as --images. The same range as --sweep-images reads the row from the
+    sweep at no extra cost."""
     sweep_images: str = "all"
     """Test images of the whole quantiliser sweep (heat maps, the curve figures, example
     plays), as --images; it costs about 0.7 CPU-s per image (an hour per variant on the full
@@ -72,7 +75,7 @@ def variant_config(config: StudyConfig, variant: str) -> SweepConfig:
     return SweepConfig(**{**kept, "variant": variant})
 
 
-#: Metrics the study keeps from the curves on --images: exact play, best and zero capability.
+#: Metrics the study keeps from the curves: exact play, best and zero capability.
 CURVE_KEYS = ("consultancy_", "debate2_", "debate4_", "best_", "zero_capability_", "exact_")
 
 
@@ -90,23 +93,35 @@ class Stopwatch:
         return result
 
 
-def run_variant(config: SweepConfig, sweep_images: str, folder: RunFolder) -> dict:
-    """One variant into ``folder``: judges, the reference columns, exact play and the
-    best-capability curves (consultancy's curve, the debates' diagonals) on ``config.images``;
-    the whole sweep (heat maps, figures, example plays) on ``sweep_images``."""
+def run_variant(config: SweepConfig, sweep_images: str, curves_images: str,
+                folder: RunFolder) -> dict:  # fmt: skip
+    """One variant into ``folder``: judges, the reference columns and exact play on
+    ``config.images``; the whole sweep (heat maps, figures, example plays) on ``sweep_images``;
+    the best-capability curves (consultancy's curve, the debates' diagonals) on
+    ``curves_images``, read from the sweep where the two ranges agree."""
     clock = Stopwatch()
-    setup, store = clock("judges_and_store", judges_and_store, config, folder)
+
+    def stored(images: str):
+        return clock("judges_and_store", judges_and_store, replace(config, images=images), folder)
+
+    def labels_of(store) -> np.ndarray:
+        return setup.data.y_test[image_slice(store.attrs)].numpy()
+
+    setup, store = stored(config.images)
     metrics = clock("reference_columns", exact_metrics, setup, store)
-    swept_config = replace(config, images=sweep_images)
-    _, swept_images = clock("judges_and_store", judges_and_store, swept_config, folder)
-    swept = clock("sweep", sweep_store, setup, swept_images, swept_config, folder)
-    if sweep_images == config.images:
+    _, swept_store = stored(sweep_images)
+    swept = clock("sweep", sweep_store, setup, swept_store, replace(config, images=sweep_images),
+                  folder)  # fmt: skip
+    if curves_images == sweep_images:
         curves = swept
     else:
-        labels = setup.data.y_test[image_slice(store.attrs)].numpy()
-        curves = clock("curves", curves_only, store, folder, labels, config.workers,
-                       folder.progress)  # fmt: skip
+        curves_store = store if curves_images == config.images else stored(curves_images)[1]
+        curves = clock("curves", curves_only, curves_store, folder, labels_of(curves_store),
+                       config.workers, folder.progress)  # fmt: skip
     metrics.update({k: v for k, v in curves.items() if k.startswith(CURVE_KEYS)})
+    if curves_images != config.images:  # exact play on --images itself (0.06 CPU-s per image)
+        exact = clock("exact_play", exact_play_metrics, store, labels_of(store), config.workers)
+        metrics.update(exact)
     metrics["sweep_n_images"] = swept["n_images"]
     metrics["curves_n_images"] = curves["n_images"]
     folder.extra["store"] = str(store.path)
@@ -122,7 +137,11 @@ def run(config: StudyConfig, folder: RunFolder) -> dict:
     per_variant: dict[str, dict] = {}
     for variant in config.variants:
         cfg = variant_config(config, variant)
-        settings = {**asdict(cfg), "sweep_images": config.sweep_images}
+        settings = {
+            **asdict(cfg),
+            "sweep_images": config.sweep_images,
+            "curves_images": config.curves_images,
+        }
         sub = RunFolder(folder.path / variant, "study", settings, seeds={"train": cfg.seed},
                         data_dir=folder.data_dir, cache_dir=folder.cache_dir,
                         progress=folder.progress, echo=folder.echo)  # fmt: skip
@@ -133,7 +152,7 @@ def run(config: StudyConfig, folder: RunFolder) -> dict:
                 per_variant[variant] = before
                 folder.echo(f"{variant}: finished before, read back")
                 continue
-        metrics = run_variant(cfg, config.sweep_images, sub)
+        metrics = run_variant(cfg, config.sweep_images, config.curves_images, sub)
         sub.finish(metrics)
         per_variant[variant] = metrics
         folder.echo(f"{variant}: done in {metrics['wall_time_s'] / 60:.1f} min")
