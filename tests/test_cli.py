@@ -17,8 +17,10 @@ from debatelab.cli import main
 def test_help_lists_commands():
     result = CliRunner().invoke(main, ["--help"])
     assert result.exit_code == 0
-    for command in ("run", "train", "dump"):
+    for command in ("run", "train", "dump", "judges"):
         assert command in result.output
+    group = CliRunner().invoke(main, ["judges", "--help"])
+    assert group.exit_code == 0 and all(c in group.output for c in ("train", "sweep", "eval"))
 
 
 def test_unknown_variant_is_one_clear_error():
@@ -95,7 +97,21 @@ def test_run_reproduces_the_published_mnist_setup(tmp_path, data_root):
     assert (out / "report.md").read_text().count("|") > 10
 
 
-@pytest.mark.parametrize("name", ["run", "train", "dump", "sweep", "study", "pixels", "bon"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "run",
+        "train",
+        "dump",
+        "sweep",
+        "study",
+        "pixels",
+        "bon",
+        "judges train",
+        "judges sweep",
+        "judges eval",
+    ],
+)
 def test_options_come_from_the_config_dataclass(name):
     """Each experiment option's default and help are the config field's (written once, in the
     dataclass), and the command's options are exactly the config's settings plus the run-folder
@@ -105,7 +121,9 @@ def test_options_come_from_the_config_dataclass(name):
     from debatelab.experiments import experiment
 
     exp = experiment(name)
-    command = main.get_command(None, name)
+    command = main
+    for word in name.split():  # groups: debatelab judges train
+        command = command.get_command(None, word)
     params = {p.name: p for p in command.params}
     settings = [f for f in config_fields(exp.config) if f.metadata.get("cli", True)]
     assert settings and all(f.help for f in settings), "every setting has a docstring"

@@ -38,12 +38,14 @@ def test_the_public_names_resolve_on_first_use():
         "import debatelab\n"
         "out = [debatelab.JudgeCNN.__name__, debatelab.all_mask_probs.__name__,\n"
         "       debatelab.solve_reveal_game.__name__, debatelab.nested_best_of_n.__name__,\n"
-        "       debatelab.best_of_n_weights.__name__, debatelab.__version__ != '']\n"
+        "       debatelab.best_of_n_weights.__name__, debatelab.__version__ != '',\n"
+        "       debatelab.load_published_judge.__name__, debatelab.evaluate_trained_judge.__name__]\n"
         "from debatelab import JudgeCNN\n"
         "out.append(JudgeCNN is debatelab.judges.JudgeCNN)"
     )
     assert got["out"] == ["JudgeCNN", "all_mask_probs", "solve_reveal_game",
-                          "nested_best_of_n", "best_of_n_weights", True, True]  # fmt: skip
+                          "nested_best_of_n", "best_of_n_weights", True,
+                          "load_published_judge", "evaluate_trained_judge", True]  # fmt: skip
     assert "torch" in got["heavy"]  # JudgeCNN is a torch module: now it is loaded
 
 

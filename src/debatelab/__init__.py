@@ -21,6 +21,8 @@ _LAZY = {
     "JudgeCNN": ".judges",
     "all_mask_probs": ".judges.allmask",
     "best_of_n_weights": ".text.solve",
+    "evaluate_trained_judge": ".judges.onpolicy_play",
+    "load_published_judge": ".judges.onpolicy",
     "nested_best_of_n": ".text.solve",
     "solve_reveal_game": ".games",
 }
@@ -30,6 +32,8 @@ __all__ = [
     "__version__",
     "all_mask_probs",
     "best_of_n_weights",
+    "evaluate_trained_judge",
+    "load_published_judge",
     "nested_best_of_n",
     "solve_reveal_game",
 ]
@@ -38,6 +42,8 @@ if TYPE_CHECKING:  # for type checkers and IDEs; nothing is imported at run time
     from .games import solve_reveal_game
     from .judges import JudgeCNN
     from .judges.allmask import all_mask_probs
+    from .judges.onpolicy import load_published_judge
+    from .judges.onpolicy_play import evaluate_trained_judge
     from .text.solve import best_of_n_weights, nested_best_of_n
 
 

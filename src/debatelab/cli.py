@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from .experiments import EXPERIMENTS, experiment
+from .experiments import EXPERIMENTS, GROUPS, experiment
 
 #: Commands that are not experiments (no run folder): name -> (module, attribute, summary).
 TOOLS = {
@@ -26,17 +26,38 @@ def _help_text(doc: str) -> str:
 
 
 class _LazyGroup(click.Group):
-    """A group whose commands are built on first use; the listing needs no imports."""
+    """A group whose commands are built on first use; the listing needs no imports.
+
+    Experiments named ``"group sub"`` (``judges train``) appear as subcommands of a group."""
+
+    prefix = ""
+
+    def _mine(self) -> dict:
+        """This group's experiments, by their last word."""
+        if not self.prefix:
+            return {n: n for n in EXPERIMENTS if " " not in n}
+        return {n[len(self.prefix) + 1 :]: n for n in EXPERIMENTS
+                if n.startswith(self.prefix + " ")}  # fmt: skip
 
     def list_commands(self, ctx):
-        return list(EXPERIMENTS) + list(TOOLS)
+        top = [] if self.prefix else list(GROUPS) + list(TOOLS)
+        return list(self._mine()) + top
 
     def get_command(self, ctx, name):
-        if name in EXPERIMENTS:
+        mine = self._mine()
+        if name in mine:
             from .cli_common import experiment_command
 
-            exp = experiment(name)
-            return experiment_command(name, exp.config, exp.run, _help_text(exp.doc))
+            exp = experiment(mine[name])
+            return experiment_command(mine[name].replace(" ", "-"), exp.config, exp.run,
+                                      _help_text(exp.doc))  # fmt: skip
+        if self.prefix:
+            return None
+        if name in GROUPS:
+            group = _LazyGroup(name, help=GROUPS[name],
+                               context_settings={"help_option_names": ["-h", "--help"]})  # fmt: skip
+            group.prefix = name
+            return group
         if name in TOOLS:
             import importlib
 
@@ -45,8 +66,11 @@ class _LazyGroup(click.Group):
         return None
 
     def format_commands(self, ctx, formatter):
-        rows = [(n, s) for n, (_, _, s) in EXPERIMENTS.items()]
-        rows += [(n, s) for n, (_, _, s) in TOOLS.items()]
+        mine = self._mine()
+        rows = [(short, EXPERIMENTS[full][2]) for short, full in mine.items()]
+        if not self.prefix:
+            rows += list(GROUPS.items())
+            rows += [(n, s) for n, (_, _, s) in TOOLS.items()]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 

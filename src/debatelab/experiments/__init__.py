@@ -38,13 +38,24 @@ EXPERIMENTS = {
                "The sparse-pixel MNIST debate of Irving, Christiano & Amodei (2018)."),
     "bon": ("bon", "BonExperimentConfig",
             "Best-of-N debate proxy: worms, meshes and paired bootstrap intervals for POOLS."),
+    "judges train": ("judges", "JudgeConfig",
+                     "Train one judge on-policy (design, protocol, rule, control).", "run"),
+    "judges sweep": ("judges", "SweepJudgesConfig",
+                     "The published 13-judge sweep of a design on a dataset.", "run_sweep"),
+    "judges eval": ("judges", "EvalJudgeConfig",
+                    "Evaluate a trained judge (ours or a published one) on test images.",
+                    "run_eval"),
 }  # fmt: skip
+#: Groups of experiment commands (``debatelab judges train``): group name -> summary.
+GROUPS = {"judges": "Judges trained on-policy: train one, sweep 13, evaluate any checkpoint."}
 
 
 def experiment(name: str) -> Experiment:
     """Import experiment ``name`` (one of :data:`EXPERIMENTS`)."""
     if name not in EXPERIMENTS:
         raise ValueError(f"unknown experiment {name!r}; choose one of {sorted(EXPERIMENTS)}")
-    module_name, config_name, _ = EXPERIMENTS[name]
+    module_name, config_name, _, *run_name = EXPERIMENTS[name]
     module = importlib.import_module(f"{__name__}.{module_name}")
-    return Experiment(name, getattr(module, config_name), module.run, module.__doc__ or "")
+    run = getattr(module, run_name[0] if run_name else "run")
+    doc = (run.__doc__ or "") if run_name else (module.__doc__ or "")
+    return Experiment(name, getattr(module, config_name), run, doc)

@@ -36,6 +36,7 @@ LEGACY_FORMATS = {"debatelab-judge/1": "cell", "debatelab-pixel-judge/1": "pixel
 FAMILIES = {
     "cell": "debatelab.judges.train:TrainConfig",
     "pixel": "debatelab.judges.pixel:PixelTrainConfig",
+    "onpolicy": "debatelab.judges.onpolicy_train:OnPolicyConfig",
 }
 KINDS = ("gold", "sparse")
 
@@ -146,11 +147,20 @@ def load_judge(path: str | os.PathLike, family: str | None = None) -> TrainedJud
     found = payload.get("family") or LEGACY_FORMATS.get(payload["format"])
     if family is not None and found != family:
         raise CacheError(f"{path} holds a {found} judge, not a {family} judge")
-    model = JudgeCNN(**payload["model_config"])
+    model = _model_class(payload.get("model_class", "JudgeCNN"))(**payload["model_config"])
     model.load_state_dict(payload["state_dict"])
     model.eval()
     config = config_class(found)(**payload.get("config", payload.get("train_config")))
     return TrainedJudge(model, config, payload["history"], path, cached=True)
+
+
+def _model_class(name: str):
+    from .onpolicy import ClaimJudgeCNN
+
+    classes = {"JudgeCNN": JudgeCNN, "ClaimJudgeCNN": ClaimJudgeCNN}
+    if name not in classes:
+        raise CacheError(f"unknown judge model class {name!r}; known: {sorted(classes)}")
+    return classes[name]
 
 
 def load_checkpoint(path: str | os.PathLike) -> TrainedJudge:
@@ -186,21 +196,29 @@ def train_judge(
 
 def fit_classifier(
     make_model: Callable[[], nn.Module],
-    inputs: Callable[[torch.Tensor, torch.Generator], torch.Tensor],
+    inputs: Callable[[torch.Tensor, torch.Generator], torch.Tensor] | None,
     y: torch.Tensor,
     config,
     resume_path: Path | None = None,
     progress: bool = True,
     desc: str = "judge",
+    step: Callable | None = None,
+    evaluate: Callable[[nn.Module, int], dict] | None = None,
 ) -> tuple[nn.Module, list[dict]]:
-    """The shared supervised loop: Adam, ExponentialLR per epoch, cross-entropy, shuffled batches.
+    """The shared training loop: Adam, ExponentialLR per epoch, shuffled batches, a checkpoint
+    per epoch.
 
-    ``inputs(idx, gen)`` builds the batch of training indices ``idx`` (drawing any masks from
-    ``gen``); ``config`` supplies ``seed``, ``epochs``, ``batch_size``, ``lr`` and ``gamma``.
-    Deterministic given the seed; with ``resume_path`` it checkpoints every epoch and continues
-    from the last finished epoch. Returns the model in eval mode and the
-    per-epoch history.
+    Supervised (the default step): ``inputs(idx, gen)`` builds the batch of training indices
+    ``idx`` (drawing any masks from ``gen``) and the loss is cross-entropy against ``y[idx]``.
+    Any other loop passes ``step(model, idx, gen) -> (loss, n_correct)`` instead (the on-policy
+    judges search before each step). ``evaluate(model, epoch)`` adds its metrics to each
+    epoch's history entry. ``config`` supplies ``seed``, ``epochs``, ``batch_size``, ``lr`` and
+    ``gamma``. Deterministic given the seed; with ``resume_path`` it checkpoints every epoch and
+    continues from the last finished epoch with the same numbers as an uninterrupted run.
+    Returns the model in eval mode and the per-epoch history (with each epoch's wall time).
     """
+    import time
+
     gen = torch.Generator().manual_seed(config.seed)
     n = len(y)
     with torch.random.fork_rng():
@@ -218,8 +236,15 @@ def fit_classifier(
             gen.set_state(state["generator"])
             torch.set_rng_state(state["torch_rng"])
             history, start = state["history"], len(state["history"])
-        loss_fn = nn.CrossEntropyLoss()
+        if step is None:
+            loss_fn = nn.CrossEntropyLoss()
+
+            def step(model, idx, gen):
+                logits = model(inputs(idx, gen))
+                return loss_fn(logits, y[idx]), (logits.argmax(1) == y[idx]).sum().item()
+
         for epoch in range(start, config.epochs):
+            began = time.perf_counter()
             model.train()
             order = torch.randperm(n, generator=gen)
             total_loss, correct = 0.0, 0
@@ -229,18 +254,20 @@ def fit_classifier(
                 desc=f"{desc} {epoch + 1}/{config.epochs}",
             )  # fmt: skip
             for idx in bar:
-                xb, yb = inputs(idx, gen), y[idx]
-                logits = model(xb)
-                loss = loss_fn(logits, yb)
+                loss, hits = step(model, idx, gen)
                 optimiser.zero_grad(set_to_none=True)
                 loss.backward()
                 optimiser.step()
                 total_loss += loss.item() * len(idx)
-                correct += (logits.argmax(1) == yb).sum().item()
+                correct += hits
             scheduler.step()
-            history.append(
-                {"epoch": epoch + 1, "loss": total_loss / n, "train_accuracy": correct / n}
-            )
+            entry = {"epoch": epoch + 1, "loss": total_loss / n, "train_accuracy": correct / n}
+            entry["train_seconds"] = round(time.perf_counter() - began, 2)
+            if evaluate is not None:
+                model.eval()
+                entry.update(evaluate(model, epoch))
+            entry["wall_seconds"] = round(time.perf_counter() - began, 2)
+            history.append(entry)
             if resume_path is not None:
                 _save(resume_path, {
                     "format": CHECKPOINT_FORMAT, "history": history,
@@ -277,7 +304,8 @@ def cached_judge(config, cache, retrain: bool, train: Callable[[Path], TrainedJu
     judge = train(partial)
     _save(path, {
         "format": CHECKPOINT_FORMAT, "family": config.family, "config": asdict(judge.config),
-        "model_config": judge.model.config(), "state_dict": judge.model.state_dict(),
+        "model_class": type(judge.model).__name__, "model_config": judge.model.config(),
+        "state_dict": judge.model.state_dict(),
         "history": judge.history,
     })  # fmt: skip
     partial.unlink(missing_ok=True)

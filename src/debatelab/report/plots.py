@@ -147,3 +147,34 @@ def _draw_play(ax, image: np.ndarray, play: dict, grid: int) -> None:
     top = ", ".join(f"{k}: {p:.2f}" for k, p in play["top"])
     ax.text(0.5, -0.06, top, transform=ax.transAxes, ha="center", va="top", fontsize=7)
     ax.axis("off")
+
+
+def epoch_curves(histories: dict[str, list[dict]], path: Path,
+                 published: dict[str, dict[str, np.ndarray]] | None = None) -> Path:  # fmt: skip
+    """Trained judges' metrics against epochs: one panel per metric (judge accuracy, selection
+    accuracy, belief, training loss), one line per judge, the published curves dashed in the
+    same colour where given (``published[label][metric]``, percent per epoch)."""
+    metrics = [m for m in ("judge", "selection", "belief", "loss")
+               if any(m in e for h in histories.values() for e in h)]  # fmt: skip
+    fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.6), squeeze=False)
+    colors = plt.get_cmap("tab20")
+    for i, (label, history) in enumerate(histories.items()):
+        color = colors(i % 20)
+        for ax, metric in zip(axes[0], metrics, strict=True):
+            epochs = [e["epoch"] for e in history if metric in e]
+            scale = 1 if metric == "loss" else 100
+            values = [scale * e[metric] for e in history if metric in e]
+            ax.plot(epochs, values, "o-", ms=3, color=color, label=label)
+            pub = (published or {}).get(label, {}).get(metric)
+            if pub is not None:
+                ax.plot(np.arange(1, len(pub) + 1), pub, "--", color=color, alpha=0.7)
+    for ax, metric in zip(axes[0], metrics, strict=True):
+        ax.set_xlabel("epoch")
+        ax.set_ylabel({"loss": "training loss", "belief": "belief (%)"}.get(
+            metric, f"{LABELS.get(metric, metric)} (%)"))  # fmt: skip
+        ax.grid(alpha=0.3)
+    axes[0][-1].legend(fontsize=7, loc="best")
+    if published:
+        fig.suptitle("solid: this run; dashed: published (REFERENCE B)", fontsize=9)
+    fig.tight_layout()
+    return save_figure(fig, path)

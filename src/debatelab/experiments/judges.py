@@ -1,0 +1,308 @@
+"""Judges trained on-policy (REFERENCE B's second half; ../shared/TRAINED-JUDGES.md).
+
+`debatelab judges train` trains one judge against the debaters' exact play on sampled candidate
+trees (design D1, D3 or D2; consultancy, 2- or 4-turn debate; rule asym, sym or last_b; or a
+shuffled control), `debatelab judges sweep` the published 13-judge sweep of a design, and
+`debatelab judges eval` evaluates any checkpoint, ours or a published one. Every epoch logs
+selection accuracy, judge accuracy, belief, loss and wall time and writes a checkpoint; rerun
+the same command to resume from the last finished epoch. Presets: `paper` (the published
+schedule) and `cpu` (a reduced one for a 2-core machine, see README).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..data import VARIANTS, load_variant
+from ..judges.onpolicy import DESIGNS, load_published_judge, parse_published_name
+from ..judges.onpolicy_play import evaluate_trained_judge
+from ..judges.onpolicy_train import (
+    PRESETS,
+    OnPolicyConfig,
+    get_onpolicy_judge,
+    load_onpolicy_judge,
+)
+from ..reference import TRAINED_JUDGES, TRAINED_SWEEP
+from ..report.runs import RunFolder
+from ..store import parse_images
+
+PROTOCOLS = ("consultancy", "debate2", "debate4")
+METRICS = ("judge", "selection", "belief")
+
+
+def resolve_device(device: str) -> str:
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("--device cuda: no CUDA device here; use --device cpu or auto")
+    return device
+
+
+@dataclass
+class ScheduleConfig:
+    """Settings shared by one judge and a sweep: dataset, design, schedule, device."""
+
+    design: str = field(default="D1", metadata={"choices": DESIGNS})
+    """Judge design: D1 (never sees a class), D3 (reads the claims), D2 (P(claim correct))."""
+    variant: str = field(default="mnist", metadata={"flag": "--dataset", "choices": VARIANTS})
+    """Dataset variant."""
+    preset: str = field(default="cpu", metadata={"choices": tuple(PRESETS)})
+    """cpu: a reduced schedule for a 2-core machine (3 epochs on 12,000 training images, 256
+    leaves per image, 1,000 test images per evaluation); paper: the published one (10 epochs
+    on 60,000, 1,296 leaves, all 10,000 test images)."""
+    epochs: int | None = None
+    """Override the preset's epochs."""
+    budget: int | None = None
+    """Override the preset's judge evaluations per image per step (a square and a fourth
+    power: 16, 81, 256, 625, 1296)."""
+    train_limit: int | None = None
+    """Override the preset's training images (the first N)."""
+    eval_images: str | None = None
+    """Override the preset's test images evaluated after every epoch."""
+    device: str = field(
+        default="auto", compare=False, metadata={"choices": ("auto", "cpu", "cuda")}
+    )
+    """Where to train: a CUDA device when there is one (auto), else the CPU."""
+
+    def onpolicy(self, protocol: str, rule: str, control: bool, seed: int | None = None):
+        """The :class:`OnPolicyConfig` of one judge under this schedule."""
+        chosen = {**PRESETS[self.preset]}
+        for name in ("epochs", "budget", "train_limit", "eval_images"):
+            if getattr(self, name) is not None:
+                chosen[name] = getattr(self, name)
+        return OnPolicyConfig(design=self.design, variant=self.variant, protocol=protocol,
+                              rule=rule, control=control, seed=seed, **chosen)  # fmt: skip
+
+
+@dataclass
+class JudgeConfig(ScheduleConfig):
+    """Settings of one judge trained on-policy."""
+
+    protocol: str = field(default="debate2", metadata={"choices": PROTOCOLS})
+    """consultancy, debate2 (2 + 2 cells) or debate4 (1 cell per turn)."""
+    rule: str = field(default="asym", metadata={"choices": ("asym", "sym", "last_b")})
+    """Scoring rule (consultancy: asym)."""
+    control: bool = False
+    """The shuffled control: the four cells in four channel groups, in a fresh order per play."""
+    seed: int | None = None
+    """Seed (default: the published seed of this judge)."""
+
+
+def published_final(design: str, variant: str, cfg: OnPolicyConfig) -> dict[str, float]:
+    return TRAINED_JUDGES.get((design, variant), {}).get((cfg.protocol, cfg.rule, cfg.control), {})
+
+
+def train_one(cfg: OnPolicyConfig, folder: RunFolder, device: str, data=None):
+    data = data if data is not None else load_variant(cfg.variant, folder.data_dir)
+    return get_onpolicy_judge(cfg, data, folder.cache_dir, folder.progress, device=device)
+
+
+def final_metrics(history: list[dict]) -> dict[str, float]:
+    last = history[-1]
+    out = {k: last[k] for k in METRICS if k in last}
+    out["loss"] = last["loss"]
+    out["wall_seconds"] = round(sum(e["wall_seconds"] for e in history), 1)
+    return out
+
+
+def run(config: JudgeConfig, folder: RunFolder) -> dict:
+    """Train one judge on-policy against the debaters' exact play on sampled candidate trees.
+
+    Per epoch: selection accuracy, judge accuracy, belief, loss and wall time, and a checkpoint
+    in the cache; rerun the same command to resume from the last finished epoch (a finished
+    judge is read back). Writes history.json, curves.png (the published curve dashed, where
+    there is one) and the final numbers beside the published ones.
+    """
+    device = resolve_device(config.device)
+    cfg = config.onpolicy(config.protocol, config.rule, config.control, config.seed)
+    folder.seeds["train"] = cfg.seed
+    judge = train_one(cfg, folder, device)
+    history = judge.history
+    (folder.path / "history.json").write_text(json.dumps(history, indent=1))
+    from ..report.plots import epoch_curves
+
+    label = f"{cfg.design} {cfg.name}"
+    epoch_curves({label: history}, folder.file("curves.png"),
+                 {label: published_curves(cfg)})  # fmt: skip
+    metrics = final_metrics(history)
+    pub = published_final(config.design, config.variant, cfg)
+    folder.echo(judge_table([(cfg, metrics, pub)]))
+    return {**metrics, "checkpoint": str(judge.path)}
+
+
+def judge_table(rows) -> str:
+    """Markdown: judge / selection / belief per judge, ours beside the published."""
+    lines = ["| judge | ours: judge / selection / belief | published |", "|---|---|---|"]
+    for cfg, ours, pub in rows:
+
+        def cells(m):
+            return " / ".join(f"{m[k]:.2f}" if k in m else "-" for k in METRICS)
+
+        pct = {k: 100 * v for k, v in ours.items() if k in METRICS}
+        lines.append(f"| {cfg.name} | {cells(pct)} | {cells(pub) if pub else 'n/a'} |")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# the published per-epoch curves, where the shared copy has them
+
+PUBLISHED_ROOT = Path(__file__).resolve().parents[3].parent / "shared" / "published-judges"
+_CURVE_FOLDERS = {("D1", "mnist"): "trained_judges_D1_mnist",
+                  ("D3", "mnist"): "trained_judges_D3_mnist",
+                  ("D3", "fashionmnist-whitened"): "trained_judges_D3_fashionmnist_whitened",
+                  ("D2", "mnist"): "verifier_head_D2_mnist"}  # fmt: skip
+
+
+def published_curves(cfg: OnPolicyConfig, root: Path | None = None) -> dict[str, np.ndarray]:
+    """The published per-epoch metrics (%) of the judge ``cfg`` describes, where present."""
+    folder = (root or PUBLISHED_ROOT) / "curves" / _CURVE_FOLDERS.get((cfg.design, cfg.variant),
+                                                                       "-")  # fmt: skip
+    if not folder.exists():
+        return {}
+    rule = {"last_b": "lastdig"}.get(cfg.rule, cfg.rule)
+    if cfg.protocol == "consultancy":
+        stem = "consultancy"
+    elif cfg.design == "D1":
+        stem = f"{'control' if cfg.control else 'debate'}{cfg.protocol[-1]}"
+    else:
+        stem = f"{'control' if cfg.control else 'debate'}_{cfg.protocol[-1]}turn"
+    out = {}
+    for f in folder.glob(f"{stem}_epoch_*.npy"):
+        parts = f.stem.split("_epoch_")[1].split("_")
+        if cfg.protocol != "consultancy" and rule not in parts:
+            continue
+        metric = {"sel": "selection", "selection": "selection", "judge": "judge",
+                  "belief": "belief"}[parts[0]]  # fmt: skip
+        values = np.load(f).astype(float)
+        out[metric] = values * (100 if values.max() <= 1 else 1)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# the 13-judge sweep
+
+
+@dataclass
+class SweepJudgesConfig(ScheduleConfig):
+    """Settings of a 13-judge sweep: consultancy, and for each rule 2- and 4-turn debate and
+    their shuffled controls, each with its published seed."""
+
+
+def run_sweep(config: SweepJudgesConfig, folder: RunFolder) -> dict:
+    """The published 13-judge sweep of a design on a dataset: consultancy, and for each rule
+    (asym, sym, last_b) 2- and 4-turn debate and their shuffled controls, each with its
+    published seed.
+
+    Each judge is cached and resumable per epoch, so an interrupted sweep continues where it
+    stopped. Writes report.md (the table beside the published one), histories.json and
+    curves.png (every judge's metrics against epochs, published curves dashed).
+    """
+    device = resolve_device(config.device)
+    data = load_variant(config.variant, folder.data_dir)
+    rows, histories, published = [], {}, {}
+    metrics: dict = {}
+    for protocol, rule, control in TRAINED_SWEEP:
+        cfg = config.onpolicy(protocol, rule, control)
+        judge = train_one(cfg, folder, device, data)
+        ours = final_metrics(judge.history)
+        rows.append((cfg, ours, published_final(config.design, config.variant, cfg)))
+        histories[cfg.name] = judge.history
+        published[cfg.name] = published_curves(cfg)
+        metrics.update({f"{cfg.name}/{k}": v for k, v in ours.items()})
+        folder.echo(f"{cfg.name}: " + ", ".join(f"{k} {100 * v:.2f}" for k, v in ours.items()
+                                                if k in METRICS))  # fmt: skip
+    (folder.path / "histories.json").write_text(json.dumps(histories, indent=1))
+    from ..report.plots import epoch_curves
+
+    epoch_curves(histories, folder.file("curves.png"), published)
+    table = judge_table(rows)
+    folder.file("report.md").write_text(
+        f"# debatelab judges sweep: {config.design} on {config.variant} ({config.preset})\n\n"
+        "Final epoch, percent; published: REFERENCE B (judge / selection / belief).\n\n"
+        f"{table}\n\n![metrics against epochs](curves.png)\n")  # fmt: skip
+    folder.echo(table)
+    metrics["wall_seconds"] = round(sum(m for k, m in metrics.items()
+                                        if k.endswith("/wall_seconds")), 1)  # fmt: skip
+    return metrics
+
+
+# ---------------------------------------------------------------------------------------------
+# evaluation of any checkpoint
+
+
+@dataclass
+class EvalJudgeConfig:
+    """Settings of the evaluation of one trained judge."""
+
+    judge_file: str = field(default="", metadata={"argument": True, "file": True})
+    """A judge checkpoint: one this project trained, or a published one
+    (../shared/published-judges)."""
+    variant: str | None = field(default=None, metadata={"flag": "--dataset"})
+    """Dataset variant (default: the checkpoint's)."""
+    images: str = "all"
+    """Test images: 'all', 'N', 'a:b' or 'a:b:step'."""
+    budget: int = 1296
+    """Judge evaluations per image (the sampled tree's leaves)."""
+    seed: int = 0
+    """Seed of the candidate draws."""
+    batch: int = 32
+    """Images per search batch."""
+    device: str = field(
+        default="auto", compare=False, metadata={"choices": ("auto", "cpu", "cuda")}
+    )
+    """Where to evaluate."""
+
+    def __post_init__(self):
+        if not self.judge_file:
+            raise ValueError("give the checkpoint to evaluate: debatelab judges eval PATH")
+
+
+def load_any_judge(path: str):
+    """``(judge, design, variant, protocol, rule, control)`` of our checkpoint or a published
+    one."""
+    try:
+        name = parse_published_name(path)
+    except ValueError:
+        judge = load_onpolicy_judge(path)
+        from ..judges.train import load_judge
+
+        cfg = load_judge(path, "onpolicy").config
+        return judge, cfg.design, cfg.variant, cfg.protocol, cfg.rule, cfg.control
+    judge = load_published_judge(path)
+    return judge, name.design, name.dataset, name.protocol, name.rule, name.control
+
+
+def run_eval(config: EvalJudgeConfig, folder: RunFolder) -> dict:
+    """Evaluate a trained judge: selection accuracy, judge accuracy and belief on test images,
+    with fresh sampled candidate trees and the exact search (eval mode), beside the published
+    final numbers when the checkpoint is a published judge (../shared/published-judges).
+
+    The judge's design, protocol, rule and control come from the checkpoint (for published
+    files, from their names).
+    """
+    device = resolve_device(config.device)
+    judge, design, variant, protocol, rule, control = load_any_judge(config.judge_file)
+    variant = config.variant or variant
+    judge.model.to(device)
+    data = load_variant(variant, folder.data_dir)
+    sl = parse_images(config.images, len(data.x_test))
+    folder.seeds["search"] = config.seed
+    m = evaluate_trained_judge(judge, data.x_test[sl].to(device), data.y_test[sl],
+                               protocol=protocol, rule=rule, control=control,
+                               budget=config.budget, seed=config.seed, batch=config.batch,
+                               progress=folder.progress)  # fmt: skip
+    pub = TRAINED_JUDGES.get((design, variant), {}).get((protocol, rule, control), {})
+    ours = {"judge": m.get("judge_accuracy"), "selection": m["selection_accuracy"],
+            "belief": m.get("belief")}  # fmt: skip
+    ours = {k: v for k, v in ours.items() if v is not None}
+    cfg = OnPolicyConfig(design=design, variant=variant, protocol=protocol, rule=rule,
+                         control=control)  # fmt: skip
+    folder.echo(judge_table([(cfg, ours, pub)]))
+    return {**m, "design": design, "variant": variant, "protocol": protocol, "rule": rule,
+            "control": control, **{f"published_{k}": v for k, v in pub.items()}}  # fmt: skip

@@ -1,0 +1,219 @@
+"""Sampled candidate trees and their exact play: the search of on-policy judge training.
+
+The trained-judge experiments of REFERENCE B (../shared/TRAINED-JUDGES.md §1, §3) give each
+image a budget of judge evaluations (1,296 by default) and spend it on a candidate tree sampled
+afresh at every step:
+
+- consultancy ``(4,)``: 1,296 independent uniform masks of 4 cells;
+- 2-turn debate ``(2, 2)``: 36 uniform A-pairs, and for *each* A-pair 36 B-pairs drawn from its
+  34 remaining cells;
+- 4-turn debate ``(1, 1, 1, 1)``: 6 cells per node at every level, each uniform among the cells
+  not yet revealed on its path.
+
+Siblings are independent draws (so they may repeat); cells are distinct within a play. All
+classes share one tree; only the leaf values depend on the claim.
+
+The search is exact minimax on that tree with the published tie rule, *ties to the first
+index*: the claim is the first argmax of the root values over claim columns, and the realised
+play descends by first argmax (A) / first argmin (B). (The game core's reducer splits tied mass
+instead; it gives the same node values, tested in tests/test_sampled.py, but a trained judge
+needs one realised play per image.) Everything is batched torch so that it runs where the
+judge runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import isqrt, prod
+
+import torch
+
+#: Cells per turn of each protocol.
+PROTOCOL_MOVES = {"consultancy": (4,), "debate2": (2, 2), "debate4": (1, 1, 1, 1)}
+#: Rules of the trained-judge study (``last_b`` is the notebooks' "lastdig").
+RULES = ("asym", "sym", "last_b")
+
+
+def check_protocol(protocol: str) -> tuple[int, ...]:
+    if protocol not in PROTOCOL_MOVES:
+        raise ValueError(f"unknown protocol {protocol!r}; choose among {', '.join(PROTOCOL_MOVES)}")
+    return PROTOCOL_MOVES[protocol]
+
+
+def branching_for(protocol: str, budget: int = 1296) -> tuple[int, ...]:
+    """Candidates per node at each turn for a budget of leaves per image: ``(budget,)``,
+    ``(b, b)`` with ``b * b = budget`` or ``(b, b, b, b)`` with ``b ** 4 = budget``."""
+    moves = check_protocol(protocol)
+    turns = len(moves)
+    root = round(budget ** (1 / turns))
+    if budget < 1 or root**turns != budget or (turns == 2 and isqrt(budget) ** 2 != budget):
+        raise ValueError(f"{protocol} spreads its budget evenly over {turns} turn(s): the budget "
+                         f"must be a {turns}-th power (1,296 = 36^2 = 6^4), got {budget}")  # fmt: skip
+    return (root,) * turns
+
+
+@dataclass(frozen=True)
+class CandidateTree:
+    """A sampled candidate tree per image.
+
+    ``paths`` ``(B, L, n_slots)``: the cells of every leaf's play in play order (L = the product
+    of ``branching``, leaves in depth-first order), ``owners`` ``(n_slots,)``: the player (0 = A,
+    1 = B) who revealed each slot.
+    """
+
+    paths: torch.Tensor
+    branching: tuple[int, ...]
+    moves: tuple[int, ...]
+
+    @property
+    def owners(self) -> torch.Tensor:
+        return torch.cat([torch.full((m,), t % 2) for t, m in enumerate(self.moves)])
+
+    @property
+    def n_leaves(self) -> int:
+        return prod(self.branching)
+
+
+def sample_tree(protocol: str, n_images: int, generator: torch.Generator, n_cells: int = 36,
+                budget: int = 1296, device="cpu") -> CandidateTree:  # fmt: skip
+    """Draw one candidate tree per image (§1 of TRAINED-JUDGES.md): at each turn, for each node,
+    ``branching[t]`` independent uniform sets of ``moves[t]`` cells not yet revealed on the
+    node's path."""
+    moves = check_protocol(protocol)
+    branching = branching_for(protocol, budget)
+    if sum(moves) > n_cells:
+        raise ValueError(f"{protocol} reveals {sum(moves)} cells; the grid has {n_cells}")
+    paths = torch.zeros((n_images, 0), dtype=torch.long, device=device)
+    for t, m in enumerate(moves):
+        shape = (n_images,) + branching[: t + 1]
+        keys = torch.rand(shape + (n_cells,), generator=generator, device=device)
+        used = paths.reshape((n_images,) + branching[:t] + (1, paths.shape[-1]))
+        if used.shape[-1]:  # revealed cells on the path sort last
+            keys.scatter_(-1, used.expand(shape + (used.shape[-1],)), 2.0)
+        new = keys.topk(m, dim=-1, largest=False).indices
+        paths = torch.cat([used.expand(shape + (used.shape[-1],)), new], dim=-1)
+    return CandidateTree(paths.reshape(n_images, prod(branching), sum(moves)), branching, moves)
+
+
+def control_groups(n_images: int, n_leaves: int, n_slots: int,
+                   generator: torch.Generator, device="cpu") -> torch.Tensor:  # fmt: skip
+    """A fresh uniform permutation per (image, candidate path): slot k goes to channel group
+    ``perm[k]`` (the shuffled controls of §2)."""
+    keys = torch.rand((n_images, n_leaves, n_slots), generator=generator, device=device)
+    return keys.argsort(dim=-1)
+
+
+def slot_groups(tree: CandidateTree, control: bool, generator: torch.Generator | None = None):
+    """The channel group of every slot of every path, ``(B, L, n_slots)``: 0 for consultancy,
+    the owner (A 0, B 1) for debate, a fresh permutation per path for a control."""
+    b, n_leaves, n_slots = tree.paths.shape
+    if control:
+        if len(tree.moves) == 1:
+            raise ValueError("controls shuffle debate plays; consultancy has none")
+        if generator is None:
+            raise ValueError("a control needs a generator for its permutations")
+        return control_groups(b, n_leaves, n_slots, generator, tree.paths.device)
+    owners = tree.owners.to(tree.paths.device)
+    if len(tree.moves) == 1:
+        owners = torch.zeros_like(owners)
+    return owners.expand(b, n_leaves, n_slots)
+
+
+def group_codes(paths: torch.Tensor, groups: torch.Tensor, n_cells: int = 36) -> torch.Tensor:
+    """Plays as the trained judges' masks: ``(..., n_cells)`` int, 0 for a hidden cell and
+    ``group + 1`` for a revealed one."""
+    codes = torch.zeros(paths.shape[:-1] + (n_cells,), dtype=torch.long, device=paths.device)
+    return codes.scatter_(-1, paths, groups + 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# leaf values of a rule and the exact search
+
+
+def rule_leaves(scores: torch.Tensor, rule: str, conditioned: bool, consultancy: bool):
+    """Leaf values ``(..., n_columns)`` of the minimax from a judge's scores.
+
+    Unconditioned scores (design D1: the judge's class probabilities ``(..., K)``): asym
+    ``p[c]``; sym ``p[d_A] - p[d_B]`` over the K x K columns ``d_A * K + d_B`` (d_B = d_A
+    included); last_b ``p[d_A] - max_d p[d]``. Conditioned scores (D3 / D2: the judge's score of
+    A's claim given the claim inputs, ``(..., K)`` for one claim or ``(..., K, K)`` for (d_A,
+    d_B)): asym as they are; sym over the K x K columns; last_b ``min_{d_B}``, so B's class
+    is chosen at the realised leaf. Consultancy takes scores as they are.
+    """
+    if rule not in RULES:
+        raise ValueError(f"unknown rule {rule!r}; choose among {', '.join(RULES)}")
+    if consultancy:
+        return scores
+    if not conditioned:
+        if rule == "asym":
+            return scores
+        if rule == "sym":
+            return (scores[..., :, None] - scores[..., None, :]).flatten(-2)
+        return scores - scores.max(dim=-1, keepdim=True).values
+    if rule == "asym":
+        return scores
+    if rule == "sym":
+        return scores.flatten(-2)
+    return scores.min(dim=-1).values
+
+
+@dataclass(frozen=True)
+class SampledPlay:
+    """The exact play of each image's sampled tree."""
+
+    claim: torch.Tensor
+    """``(B,)`` A's claim (consultancy: the class at the chosen mask)."""
+    b_claim: torch.Tensor | None
+    """``(B,)`` B's class under sym (chosen at the root) and last_b (at the realised leaf of a
+    conditioned judge; the judge's runner-up-or-best class otherwise), else None."""
+    leaf: torch.Tensor
+    """``(B,)`` index of the realised leaf (depth-first order)."""
+    value: torch.Tensor
+    """``(B,)`` the game value of the realised play."""
+
+
+def _first_arg(x: torch.Tensor, maximize: bool) -> torch.Tensor:
+    """First index of the max (min) along the last axis, whatever the backend's tie rule."""
+    best = x.max(dim=-1, keepdim=True).values if maximize else x.min(dim=-1, keepdim=True).values
+    hit = x == best
+    return hit.to(torch.uint8).argmax(dim=-1)  # argmax of 0/1 returns the first 1
+
+
+def solve_tree(leaves: torch.Tensor, branching: tuple[int, ...], rule: str,
+               n_classes: int = 10) -> SampledPlay:  # fmt: skip
+    """Exact minimax of every image's sampled tree, ties to the first index.
+
+    ``leaves`` ``(B, L, n_columns)`` from :func:`rule_leaves` (L = prod(branching), leaves in
+    depth-first order). A maximises at even turns, B minimises at odd ones. The claim column is
+    the first argmax of the root values (under sym: ``max_{d_A} min_{d_B}`` over the K x K
+    columns); consultancy (one turn) takes the first argmax over (mask, class), mask-major.
+    """
+    b, n_leaves, n_columns = leaves.shape
+    if n_leaves != prod(branching):
+        raise ValueError(f"{n_leaves} leaves per image, the tree has {prod(branching)}")
+    rows = torch.arange(b, device=leaves.device)
+    if len(branching) == 1:  # consultancy: argmax over (mask, class), mask-major
+        flat = _first_arg(leaves.reshape(b, -1), maximize=True)
+        leaf, claim = flat // n_columns, flat % n_columns
+        return SampledPlay(claim, None, leaf, leaves[rows, leaf, claim])
+    # node values per level, columns in front: values[t] is (B, n_columns, *branching[:t])
+    tree = leaves.transpose(1, 2).reshape((b, n_columns) + tuple(branching))
+    values = [tree]
+    for t in reversed(range(len(branching))):
+        v = values[0]
+        values.insert(0, v.amax(dim=-1) if t % 2 == 0 else v.amin(dim=-1))
+    root = values[0]  # (B, n_columns)
+    b_claim = None
+    if rule == "sym":
+        grid = root.reshape(b, n_classes, n_classes)
+        claim = _first_arg(grid.amin(dim=-1), maximize=True)
+        b_claim = _first_arg(grid[rows, claim], maximize=False)
+        column = claim * n_classes + b_claim
+    else:
+        claim = column = _first_arg(root, maximize=True)
+    node = [values[t + 1][rows, column] for t in range(len(branching))]
+    index = torch.zeros(b, dtype=torch.long, device=leaves.device)
+    for t, n in enumerate(branching):  # descend: index is the node's rank among its level
+        children = node[t].reshape(b, -1, n)[rows, index]
+        index = index * n + _first_arg(children, maximize=t % 2 == 0)
+    return SampledPlay(claim, b_claim, index, tree.reshape(b, n_columns, -1)[rows, column, index])

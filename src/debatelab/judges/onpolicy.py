@@ -1,0 +1,286 @@
+"""The on-policy trained judges of REFERENCE B: designs D1, D3 and D2 (TRAINED-JUDGES.md §2).
+
+- **D1**: the frozen judge's CNN (:class:`.cnn.JudgeCNN`) on ``groups x C`` input channels; it
+  never sees a class.
+- **D3**: a narrower trunk (Conv 32 - Conv 32, 512 features) projected to 64 features, and a
+  head that also reads A's claim as a one-hot (and B's class under sym and last_b):
+  ``[projection, onehot(d_A)(, onehot(d_B))] -> Linear 64 - ReLU - Dropout 0.3 - Linear 10``.
+  The leaf score is the head's softmax at A's claim.
+- **D2**: D3 with a one-logit head read through a sigmoid: P(A's claim is correct).
+
+Input encodings: channel group ``g`` of the input holds the image on the cells whose code is
+``g + 1`` (consultancy: one group; debate: A's cells, B's cells; control: the four revealed
+cells in a fresh order per play). Masks are therefore integer cell codes ``(B, n_cells)``,
+0 = hidden (:func:`debatelab.games.sampled.group_codes`).
+
+:class:`OnPolicyJudge` wraps a model as a :class:`debatelab.interfaces.Judge` and scores every
+claim (column) of many plays at once; :func:`load_published_judge` reads the published
+checkpoints in ../shared/published-judges.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..geometry import Grid
+from .cnn import JudgeCNN, default_widths
+
+DESIGNS = ("D1", "D3", "D2")
+#: Rule names in the published file names.
+RULE_FILE_NAMES = {"asym": "asym", "sym": "sym", "last_b": "lastdig"}
+#: Input channel groups per protocol family.
+GROUPS = {"consultancy": 1, "debate": 2, "control": 4}
+
+
+class ClaimJudgeCNN(nn.Module):
+    """Designs D3 (``n_out = 10``) and D2 (``n_out = 1``): trunk, projection, claim-aware head."""
+
+    def __init__(self, in_channels: int, n_queries: int, n_out: int = 10, widths=(32, 32),
+                 image_size: int = 18, projection: int = 64, hidden: int = 64,
+                 n_classes: int = 10, dropout: float = 0.3):  # fmt: skip
+        super().__init__()
+        c1, c2 = widths
+        self.in_channels, self.n_queries, self.n_out = in_channels, n_queries, n_out
+        self.n_classes, self.image_size, self.widths = n_classes, image_size, (c1, c2)
+        final = (image_size // 2) // 2
+        self.conv1 = nn.Conv2d(in_channels, c1, 3, padding=1)
+        self.conv2 = nn.Conv2d(c1, c2, 3, padding=1)
+        self.pool = nn.MaxPool2d(2)
+        self.project = nn.Linear(c2 * final * final, projection)
+        self.fc1 = nn.Linear(projection + n_queries * n_classes, hidden)
+        self.dropout = nn.Dropout(dropout)
+        self.fc2 = nn.Linear(hidden, n_out)
+
+    def features(self, x: torch.Tensor) -> torch.Tensor:
+        """``(B, C, S, S)`` to the projected features ``(B, projection)``."""
+        x = self.pool(torch.relu(self.conv1(x)))
+        x = self.pool(torch.relu(self.conv2(x)))
+        return torch.relu(self.project(x.flatten(1)))
+
+    def head(self, features: torch.Tensor, queries: torch.Tensor) -> torch.Tensor:
+        """Logits ``(..., n_out)`` of features ``(..., P)`` and class queries ``(..., n_queries)``
+        (d_A first)."""
+        onehot = F.one_hot(queries, self.n_classes).to(features.dtype).flatten(-2)
+        h = torch.relu(self.fc1(torch.cat([features, onehot], dim=-1)))
+        return self.fc2(self.dropout(h))
+
+    def all_queries(self, features: torch.Tensor) -> torch.Tensor:
+        """Head logits for every class query at once, ``(B, K, n_out)`` (one query) or
+        ``(B, K, K, n_out)`` (d_A, d_B): the first layer is linear, so each one-hot adds a
+        column of its weight to the features' shared pre-activation."""
+        k, p = self.n_classes, features.shape[-1]
+        w = self.fc1.weight
+        shared = features @ w[:, :p].T + self.fc1.bias  # (B, H)
+        pre = shared[:, None, :] + w[:, p : p + k].T[None]  # (B, K_A, H)
+        if self.n_queries == 2:
+            pre = pre[:, :, None, :] + w[:, p + k : p + 2 * k].T[None, None]
+        return self.fc2(self.dropout(torch.relu(pre)))
+
+    def forward(self, x: torch.Tensor, queries: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(x), queries)
+
+    def config(self) -> dict:
+        return {"in_channels": self.in_channels, "n_queries": self.n_queries,
+                "n_out": self.n_out, "widths": list(self.widths),
+                "image_size": self.image_size, "projection": self.project.out_features,
+                "hidden": self.fc1.out_features, "n_classes": self.n_classes,
+                "dropout": self.dropout.p}  # fmt: skip
+
+
+def n_queries(design: str, rule: str, protocol: str) -> int:
+    """Class one-hots the head reads: none for D1; d_A for consultancy and asym; d_A and d_B for
+    sym and last_b."""
+    if design == "D1":
+        return 0
+    return 1 if protocol == "consultancy" or rule == "asym" else 2
+
+
+def make_model(design: str, channels: int, groups: int, queries: int, image_size: int = 18):
+    """A fresh model of ``design`` for ``channels``-channel images in ``groups`` groups."""
+    if design not in DESIGNS:
+        raise ValueError(f"unknown judge design {design!r}; choose among {', '.join(DESIGNS)}")
+    if design == "D1":
+        return JudgeCNN(channels * groups, default_widths(channels), image_size)
+    widths = (32, 32) if channels == 1 else (64, 64)  # CIFAR doubles the widths
+    return ClaimJudgeCNN(channels * groups, queries, 10 if design == "D3" else 1, widths,
+                         image_size)  # fmt: skip
+
+
+def encode(images: torch.Tensor, codes: torch.Tensor, groups: int, grid: Grid) -> torch.Tensor:
+    """Judge input ``(B, groups * C, S, S)`` from images ``(B, C, S, S)`` and cell codes
+    ``(B, n_cells)`` (0 hidden, g + 1 in group g): group g shows the image on its cells."""
+    onehot = F.one_hot(codes, groups + 1)[..., 1:].to(images.dtype)  # (B, n_cells, G)
+    side, cell = grid.grid, grid.cell_size
+    pix = onehot.transpose(1, 2).reshape(-1, groups, side, side)
+    pix = pix.repeat_interleave(cell, dim=2).repeat_interleave(cell, dim=3)  # (B, G, S, S)
+    return (pix[:, :, None] * images[:, None]).flatten(1, 2)
+
+
+@dataclass
+class OnPolicyJudge:
+    """A trained judge of one design, protocol family and rule, behind the judge interface.
+
+    ``logits(values, mask, claims)``: the model's logits on images ``values (B, C, S, S)`` whose
+    revealed cells carry their channel group in ``mask (B, n_cells)`` (0 hidden), with the class
+    queries ``claims (B, n_queries)`` for D3 / D2. ``claim_scores`` scores every claim column of
+    many plays at once (the search's leaves).
+    """
+
+    design: str
+    model: nn.Module
+    family: str
+    rule: str
+    grid: Grid
+    channels: int = 1
+    max_batch: int = 16000
+    evaluations: int = 0
+
+    def __post_init__(self):
+        if self.design not in DESIGNS:
+            raise ValueError(f"unknown judge design {self.design!r}; choose among {DESIGNS}")
+        if self.family not in GROUPS:
+            raise ValueError(
+                f"unknown protocol family {self.family!r}; choose among {list(GROUPS)}"
+            )
+
+    @property
+    def n_classes(self) -> int:
+        return 10
+
+    @property
+    def groups(self) -> int:
+        return GROUPS[self.family]
+
+    @property
+    def conditioned(self) -> bool:
+        """Whether the judge reads the claim (D3, D2)."""
+        return self.design != "D1"
+
+    @property
+    def n_queries(self) -> int:
+        return getattr(self.model, "n_queries", 0)
+
+    def inputs(self, values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return encode(values, mask, self.groups, self.grid)
+
+    def logits(self, values: torch.Tensor, mask: torch.Tensor,
+               claims: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
+        """Logits ``(B, 10)`` (D1, D3) or ``(B, 1)`` (D2) of one play per image."""
+        if self.conditioned and (claims is None or claims.shape[-1] != self.n_queries):
+            raise ValueError(f"design {self.design} reads {self.n_queries} class queries per "
+                             "play; pass claims (B, n_queries)")  # fmt: skip
+        out = []
+        for i in range(0, len(values), self.max_batch):
+            x = self.inputs(values[i : i + self.max_batch], mask[i : i + self.max_batch])
+            q = None if claims is None else claims[i : i + self.max_batch]
+            out.append(self.model(x) if not self.conditioned else self.model(x, q))
+        self.evaluations += len(values)
+        return torch.cat(out)
+
+    def claim_scores(self, values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """Scores of every claim column for each play, the search's leaf scores: D1 the class
+        probabilities ``(B, K)``; D3 ``p(d_A | play, d_A[, d_B])`` and D2 ``sigmoid`` of its
+        logit, ``(B, K)`` or ``(B, K, K)`` over (d_A, d_B)."""
+        out = []
+        step = self.max_batch if self.n_queries < 2 else max(1, self.max_batch // 16)
+        for i in range(0, len(values), step):  # two queries: K x K head rows per play
+            x = self.inputs(values[i : i + step], mask[i : i + step])
+            if not self.conditioned:
+                out.append(torch.softmax(self.model(x).float(), dim=-1))
+                continue
+            logits = self.model.all_queries(self.model.features(x)).float()
+            if self.design == "D2":
+                out.append(torch.sigmoid(logits[..., 0]))
+                continue
+            p = torch.softmax(logits, dim=-1)  # (B, K_A[, K_B], K): pick the class d_A
+            k = self.n_classes
+            eye = torch.eye(k, dtype=torch.bool, device=p.device)
+            if p.ndim == 3:
+                out.append(p[:, eye])
+            else:
+                out.append(p.transpose(1, 2)[:, :, eye].transpose(1, 2))
+        self.evaluations += len(values)
+        return torch.cat(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# the published checkpoints
+
+#: state-dict key prefixes of the published notebooks -> ours.
+_D1_KEYS = {"features.0": "conv1", "features.3": "conv2", "classifier.1": "fc1",
+            "classifier.4": "fc2"}  # fmt: skip
+_D3_KEYS = {"features_net.0": "conv1", "features_net.3": "conv2", "projection.0": "project",
+            "head.0": "fc1", "head.3": "fc2"}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class PublishedName:
+    """What a published judge's file name says: design, protocol, rule, control."""
+
+    design: str
+    protocol: str
+    rule: str
+    control: bool
+    dataset: str
+
+    @property
+    def family(self) -> str:
+        return "control" if self.control else ("consultancy" if self.protocol == "consultancy"
+                                               else "debate")  # fmt: skip
+
+
+_NAME = re.compile(r"^(?P<kind>consultancy|debate|control)_judge(?:_(?P<turns>[24])turn)?"
+                   r"(?:_(?P<tag>cc|bce))?(?:_(?P<rule>asym|sym|lastdig))?_(?P<data>.+)\.pt$")  # fmt: skip
+
+
+def parse_published_name(path: str | os.PathLike) -> PublishedName:
+    """Design, protocol, rule and control from a published file name, e.g.
+    ``debate_judge_2turn_asym_mnist.pt`` (D1), ``control_judge_4turn_cc_sym_mnist.pt`` (D3),
+    ``debate_judge_2turn_bce_lastdig_mnist.pt`` (D2)."""
+    name = Path(path).name
+    m = _NAME.match(name)
+    if m is None:
+        raise ValueError(f"{name} is not named like a published trained judge "
+                         "(e.g. debate_judge_2turn_asym_mnist.pt)")  # fmt: skip
+    design = {None: "D1", "cc": "D3", "bce": "D2"}[m["tag"]]
+    protocol = "consultancy" if m["kind"] == "consultancy" else f"debate{m['turns']}"
+    rule = {"lastdig": "last_b", None: "asym"}.get(m["rule"], m["rule"])
+    dataset = m["data"].replace("_normalized", "-whitened")
+    return PublishedName(design, protocol, rule, m["kind"] == "control", dataset)
+
+
+def load_published_judge(path: str | os.PathLike, max_batch: int = 16000) -> OnPolicyJudge:
+    """A published trained judge (../shared/published-judges) as an :class:`OnPolicyJudge`.
+
+    Its design, protocol family and rule come from the file name; the architecture from the
+    state dict, which is checked key by key and shape by shape."""
+    name = parse_published_name(path)
+    payload = torch.load(path, weights_only=True, map_location="cpu")
+    state = payload["state_dict"] if "state_dict" in payload else payload
+    keys = _D1_KEYS if name.design == "D1" else _D3_KEYS
+    renamed = {}
+    for key, tensor in state.items():
+        prefix, _, leaf = key.rpartition(".")
+        if prefix not in keys:
+            raise ValueError(f"{Path(path).name}: unexpected weight {key!r} for design "
+                             f"{name.design}")  # fmt: skip
+        renamed[f"{keys[prefix]}.{leaf}"] = tensor
+    first = renamed["conv1.weight"]
+    groups = GROUPS[name.family]
+    channels, rem = divmod(first.shape[1], groups)
+    if rem:
+        raise ValueError(f"{Path(path).name}: {first.shape[1]} input channels do not split "
+                         f"into {groups} groups")  # fmt: skip
+    queries = n_queries(name.design, name.rule, name.protocol)
+    model = make_model(name.design, channels, groups, queries)
+    model.load_state_dict(renamed)  # strict: every key and shape must match
+    model.eval()
+    return OnPolicyJudge(name.design, model, name.family, name.rule, Grid(18, 6), channels,
+                         max_batch)  # fmt: skip

@@ -1,0 +1,136 @@
+"""One step of the on-policy loop and the per-epoch evaluation (TRAINED-JUDGES.md §1).
+
+:func:`play` samples each image's candidate tree, scores every leaf with the judge (no grad),
+solves it exactly (ties to the first index) and returns the realised play: the cells with their
+channel groups, A's claim and B's class, ready for the judge's one forward on it.
+:func:`evaluate_trained_judge` runs it over a test set and returns selection accuracy, judge
+accuracy and belief.
+"""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from ..games.sampled import (
+    group_codes,
+    rule_leaves,
+    sample_tree,
+    slot_groups,
+    solve_tree,
+)
+from ..progress import progress as progress_bar
+from .onpolicy import OnPolicyJudge, n_queries
+
+SEARCHES = ("sampled",)
+
+
+@dataclass(frozen=True)
+class Play:
+    """The realised play of each image of a batch."""
+
+    codes: torch.Tensor
+    """``(B, n_cells)`` the revealed cells' channel groups + 1 (0 hidden): the judge's mask."""
+    claim: torch.Tensor
+    """``(B,)`` A's claim."""
+    b_claim: torch.Tensor | None
+    """``(B,)`` B's class (sym; last_b for a judge that reads it), else None."""
+    queries: torch.Tensor | None
+    """``(B, n_queries)`` the class one-hots the judge reads (D3, D2), else None."""
+    value: torch.Tensor
+    """``(B,)`` the game value of the realised play."""
+
+
+def family_of(protocol: str, control: bool) -> str:
+    if control and protocol == "consultancy":
+        raise ValueError("controls shuffle debate plays; consultancy has none")
+    return "control" if control else ("consultancy" if protocol == "consultancy" else "debate")
+
+
+def check_judge(judge: OnPolicyJudge, protocol: str, rule: str, control: bool) -> None:
+    """The judge must read the inputs of this protocol family (and, for D3 / D2, of this rule)."""
+    family = family_of(protocol, control)
+    if judge.family != family:
+        raise ValueError(f"this judge reads {judge.family} inputs; {protocol}"
+                         f"{' control' if control else ''} plays give {family} inputs")  # fmt: skip
+    want = n_queries(judge.design, rule, protocol)
+    if judge.conditioned and judge.n_queries != want:
+        raise ValueError(f"this {judge.design} judge reads {judge.n_queries} class one-hot(s); "
+                         f"{protocol} under {rule} needs {want}")  # fmt: skip
+
+
+def play(judge: OnPolicyJudge, images: torch.Tensor, protocol: str, rule: str, control: bool,
+         generator: torch.Generator, budget: int = 1296, autocast: bool = False) -> Play:  # fmt: skip
+    """Sample, score (no grad, in the judge's current train/eval mode), solve and realise."""
+    b, n_cells = len(images), judge.grid.n_cells
+    tree = sample_tree(protocol, b, generator, n_cells, budget, generator.device)
+    groups = slot_groups(tree, control, generator)  # drawn where the generator lives
+    codes = group_codes(tree.paths, groups, n_cells).to(images.device)  # (B, L, n_cells)
+    n_leaves = tree.n_leaves
+    values = images[:, None].expand((b, n_leaves) + images.shape[1:]).flatten(0, 1)
+    cast = (torch.autocast(images.device.type, dtype=torch.float16) if autocast
+            else nullcontext())  # fmt: skip
+    with torch.no_grad(), cast:
+        scores = judge.claim_scores(values, codes.flatten(0, 1)).float()
+    scores = scores.reshape((b, n_leaves) + scores.shape[1:])
+    leaves = rule_leaves(scores, rule, judge.conditioned, protocol == "consultancy")
+    solved = solve_tree(leaves, tree.branching, rule, judge.n_classes)
+    rows = torch.arange(b, device=images.device)
+    b_claim = solved.b_claim
+    if rule == "last_b" and judge.conditioned and protocol != "consultancy":
+        at_leaf = scores[rows, solved.leaf, solved.claim]  # (B, K): B's class minimises belief
+        b_claim = (at_leaf == at_leaf.min(dim=-1, keepdim=True).values).to(torch.uint8).argmax(-1)
+    queries = None
+    if judge.conditioned:
+        queries = (solved.claim[:, None] if judge.n_queries == 1
+                   else torch.stack([solved.claim, b_claim], dim=1))  # fmt: skip
+    return Play(codes[rows, solved.leaf], solved.claim, b_claim, queries, solved.value)
+
+
+def evaluate_trained_judge(judge: OnPolicyJudge, images: torch.Tensor, labels, *,
+                           protocol: str, rule: str, control: bool = False,
+                           search: str = "sampled", budget: int = 1296, seed: int = 0,
+                           batch: int = 32, progress: bool = False) -> dict[str, float]:  # fmt: skip
+    """Selection accuracy, judge accuracy and belief (fractions) of a trained judge on
+    ``images`` ``(N, C, S, S)`` (preprocessed) with ``labels`` ``(N,)``: per batch of ``batch``
+    images, a fresh sampled tree, the exact search in eval mode, then one fp32 forward on the
+    realised play. D1 has no belief (it never reads a claim; its consultancy claim is the
+    class at the chosen mask); D2 has no judge accuracy (one logit: belief only)."""
+    if search not in SEARCHES:
+        raise ValueError(f"unknown search {search!r}; available: {', '.join(SEARCHES)}")
+    check_judge(judge, protocol, rule, control)
+    labels = torch.as_tensor(np.asarray(labels), dtype=torch.long)
+    if len(labels) != len(images):
+        raise ValueError(f"{len(images)} images but {len(labels)} labels")
+    if batch < 1:
+        raise ValueError(f"batch must be >= 1, got {batch}")
+    generator = torch.Generator(device=images.device).manual_seed(seed)
+    judge.model.eval()
+    sums = {"selection": 0.0, "judge": 0.0, "belief": 0.0}
+    bar = progress_bar(total=len(images), enabled=progress, desc="evaluate", unit="img")
+    for i in range(0, len(images), batch):
+        x, y = images[i : i + batch], labels[i : i + batch].to(images.device)
+        p = play(judge, x, protocol, rule, control, generator, budget)
+        with torch.no_grad():
+            logits = judge.logits(x, p.codes, p.queries).float()
+        sums["selection"] += (p.claim == y).sum().item()
+        if judge.design == "D2":
+            sums["belief"] += torch.sigmoid(logits[:, 0]).sum().item()
+        else:
+            sums["judge"] += (logits.argmax(dim=-1) == y).sum().item()
+            if judge.design == "D3":
+                rows = torch.arange(len(y), device=y.device)
+                sums["belief"] += torch.softmax(logits, -1)[rows, p.claim].sum().item()
+        bar.update(len(y))
+    bar.close()
+    n = len(images)
+    out = {"selection_accuracy": sums["selection"] / n}
+    if judge.design != "D2":
+        out["judge_accuracy"] = sums["judge"] / n
+    if judge.design != "D1":
+        out["belief"] = sums["belief"] / n
+    out["n_images"] = n
+    return out

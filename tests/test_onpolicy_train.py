@@ -1,0 +1,83 @@
+"""On-policy judge training (TRAINED-JUDGES.md §1, §5) on small real MNIST slices: it learns,
+its checkpoints resume to the same numbers as an uninterrupted run, the published seeds."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from debatelab.judges import onpolicy_play
+from debatelab.judges.onpolicy_train import (
+    OnPolicyConfig,
+    get_onpolicy_judge,
+    load_onpolicy_judge,
+    published_seed,
+    train_onpolicy,
+)
+
+TINY = {"train_limit": 512, "budget": 16, "epochs": 2, "batch_size": 64,
+        "eval_images": "0:10000:250", "eval_batch": 20}  # fmt: skip
+
+
+def _timeless(history):
+    return [{k: v for k, v in e.items() if not k.endswith("_seconds")} for e in history]
+
+
+def test_published_seeds():
+    """§5: D1 consultancy 0, then 1 + 10 r + k; D3 / D2 1 + 4 r + k."""
+    assert published_seed("D1", "consultancy", "asym", False) == 0
+    assert published_seed("D1", "debate2", "asym", False) == 1
+    assert published_seed("D1", "debate4", "sym", True) == 14
+    assert published_seed("D3", "debate2", "last_b", True) == 11
+    assert published_seed("D2", "debate4", "asym", False) == 2
+    assert OnPolicyConfig(design="D1", protocol="debate4", rule="last_b").seed == 22
+    with pytest.raises(ValueError, match="no scoring rule"):
+        OnPolicyConfig(protocol="consultancy", rule="sym")
+    with pytest.raises(ValueError, match="consultancy has none"):
+        OnPolicyConfig(protocol="consultancy", control=True)
+
+
+@pytest.mark.parametrize("design,protocol,rule,control", [
+    ("D1", "debate2", "asym", False), ("D3", "debate4", "sym", True),
+    ("D2", "consultancy", "asym", False), ("D3", "debate2", "last_b", False)])  # fmt: skip
+def test_an_interrupted_run_resumes_to_the_same_numbers(mnist, tmp_path, monkeypatch,
+                                                        design, protocol, rule, control):  # fmt: skip
+    torch.set_num_threads(1)
+    config = OnPolicyConfig(design=design, protocol=protocol, rule=rule, control=control, **TINY)
+    whole = train_onpolicy(config, mnist, tmp_path / "a.pt", progress=False)
+
+    calls = {"n": 0}
+    real_play = onpolicy_play.play
+
+    def dying_play(*args, **kwargs):  # the training steps' search, killed mid-epoch 2
+        calls["n"] += 1
+        if calls["n"] == 8 + 4:  # 512 / 64 = 8 steps per epoch
+            raise KeyboardInterrupt
+        return real_play(*args, **kwargs)
+
+    import debatelab.judges.onpolicy_train as module
+
+    monkeypatch.setattr(module, "play", dying_play)
+    with pytest.raises(KeyboardInterrupt):
+        train_onpolicy(config, mnist, tmp_path / "b.pt", progress=False)
+    monkeypatch.setattr(module, "play", real_play)
+    resumed = train_onpolicy(config, mnist, tmp_path / "b.pt", progress=False)
+    assert _timeless(resumed.history) == _timeless(whole.history)
+    for key, value in whole.model.state_dict().items():
+        assert torch.equal(value, resumed.model.state_dict()[key]), key
+
+
+def test_a_debate_judge_learns_and_is_cached(mnist, tmp_path):
+    """Two epochs on 3,000 images with 16 leaves per image already lift it well above chance
+    (10 %; measured 32 % judge accuracy)."""
+    torch.set_num_threads(2)
+    config = OnPolicyConfig(design="D1", protocol="debate2", rule="asym",
+                            **{**TINY, "train_limit": 3000, "eval_images": "0:10000:50"})  # fmt: skip
+    judge = get_onpolicy_judge(config, mnist, tmp_path, progress=False)
+    last = judge.history[-1]
+    assert last["judge"] > 0.2 and last["selection"] > 0.2, last  # 200 images: chance + 3 SE
+    assert judge.history[0]["loss"] > last["loss"]
+    again = get_onpolicy_judge(config, mnist, tmp_path, progress=False)
+    assert again.cached and _timeless(again.history) == _timeless(judge.history)
+    loaded = load_onpolicy_judge(judge.path)
+    assert loaded.family == "debate" and loaded.design == "D1"
