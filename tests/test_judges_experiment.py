@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from debatelab.cli import main
 from debatelab.experiments.judges import published_curves
-from debatelab.judges.onpolicy_train import OnPolicyConfig
+from debatelab.judges.onpolicy import OnPolicyConfig
 from debatelab.reference import TRAINED_JUDGES, TRAINED_SWEEP
 
 PUBLISHED = Path(__file__).resolve().parents[2] / "shared" / "published-judges"

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from debatelab.games.sampled import group_codes, sample_tree, slot_groups
+from debatelab.games.sampled_play import check_judge
 from debatelab.geometry import Grid
 from debatelab.judges.onpolicy import (
     ClaimJudgeCNN,
@@ -18,7 +19,6 @@ from debatelab.judges.onpolicy import (
     make_model,
     parse_published_name,
 )
-from debatelab.judges.onpolicy_play import check_judge
 
 PUBLISHED = Path(__file__).resolve().parents[2] / "shared" / "published-judges"
 GRID = Grid(18, 6)

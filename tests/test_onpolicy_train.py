@@ -6,14 +6,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from debatelab.judges import onpolicy_play
-from debatelab.judges.onpolicy_train import (
-    OnPolicyConfig,
+from debatelab.experiments.judges_train import (
     get_onpolicy_judge,
     load_onpolicy_judge,
-    published_seed,
     train_onpolicy,
 )
+from debatelab.games import sampled_play
+from debatelab.judges.onpolicy import OnPolicyConfig, published_seed
 
 TINY = {"train_limit": 512, "budget": 16, "epochs": 2, "batch_size": 64,
         "eval_images": "0:10000:250", "eval_batch": 20}  # fmt: skip
@@ -47,7 +46,7 @@ def test_an_interrupted_run_resumes_to_the_same_numbers(mnist, tmp_path, monkeyp
     whole = train_onpolicy(config, mnist, tmp_path / "a.pt", progress=False)
 
     calls = {"n": 0}
-    real_play = onpolicy_play.play
+    real_play = sampled_play.play
 
     def dying_play(*args, **kwargs):  # the training steps' search, killed mid-epoch 2
         calls["n"] += 1
@@ -55,7 +54,7 @@ def test_an_interrupted_run_resumes_to_the_same_numbers(mnist, tmp_path, monkeyp
             raise KeyboardInterrupt
         return real_play(*args, **kwargs)
 
-    import debatelab.judges.onpolicy_train as module
+    import debatelab.experiments.judges_train as module
 
     monkeypatch.setattr(module, "play", dying_play)
     with pytest.raises(KeyboardInterrupt):

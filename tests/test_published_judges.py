@@ -16,8 +16,8 @@ import pytest
 import torch
 
 from debatelab.data import load_variant
+from debatelab.games.sampled_play import evaluate_trained_judge
 from debatelab.judges.onpolicy import load_published_judge, parse_published_name
-from debatelab.judges.onpolicy_play import evaluate_trained_judge
 from debatelab.reference import TRAINED_JUDGES
 
 PUBLISHED = Path(__file__).resolve().parents[2] / "shared" / "published-judges"

@@ -21,7 +21,7 @@ _LAZY = {
     "JudgeCNN": ".judges",
     "all_mask_probs": ".judges.allmask",
     "best_of_n_weights": ".text.solve",
-    "evaluate_trained_judge": ".judges.onpolicy_play",
+    "evaluate_trained_judge": ".games.sampled_play",
     "load_published_judge": ".judges.onpolicy",
     "nested_best_of_n": ".text.solve",
     "solve_reveal_game": ".games",
@@ -40,10 +40,10 @@ __all__ = [
 
 if TYPE_CHECKING:  # for type checkers and IDEs; nothing is imported at run time
     from .games import solve_reveal_game
+    from .games.sampled_play import evaluate_trained_judge
     from .judges import JudgeCNN
     from .judges.allmask import all_mask_probs
     from .judges.onpolicy import load_published_judge
-    from .judges.onpolicy_play import evaluate_trained_judge
     from .text.solve import best_of_n_weights, nested_best_of_n
 
 

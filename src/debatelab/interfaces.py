@@ -41,3 +41,26 @@ class FactorisedJudge(Judge, Protocol):
     :meth:`Judge.logits` on each masked copy."""
 
     def all_mask_probs(self, images: torch.Tensor, reveal: int) -> np.ndarray: ...
+
+
+@runtime_checkable
+class ClaimJudge(Judge, Protocol):
+    """A judge trained on-policy (designs D1, D3, D2 of REFERENCE B), as the sampled-tree search
+    sees it.
+
+    ``mask`` holds integer cell codes ``(B, n_cells)``: 0 for a hidden cell, ``g + 1`` for a cell
+    shown in channel group ``g`` (A's and B's cells, or a control's shuffled groups).
+    ``logits(values, mask, claims)`` also takes the class queries ``claims (B, n_queries)``
+    when the judge reads them (``conditioned``). ``claim_scores(values, mask)`` scores every
+    claim column of each play at once: the class probabilities ``(B, K)`` of a judge that reads
+    no claim, else its score of A's claim ``(B, K)`` (one query) or ``(B, K, K)`` (A's and B's
+    classes). ``family`` names its input groups: consultancy, debate or control.
+    """
+
+    design: str
+    family: str
+    conditioned: bool
+    n_queries: int
+    n_cells: int
+
+    def claim_scores(self, values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor: ...

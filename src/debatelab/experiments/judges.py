@@ -18,17 +18,12 @@ from pathlib import Path
 import numpy as np
 
 from ..data import VARIANTS, load_variant
-from ..judges.onpolicy import DESIGNS, load_published_judge, parse_published_name
-from ..judges.onpolicy_play import evaluate_trained_judge
-from ..judges.onpolicy_train import (
-    PRESETS,
-    OnPolicyConfig,
-    get_onpolicy_judge,
-    load_onpolicy_judge,
-)
+from ..games.sampled_play import evaluate_trained_judge
+from ..judges.onpolicy import DESIGNS, OnPolicyConfig, load_published_judge, parse_published_name
 from ..reference import TRAINED_JUDGES, TRAINED_SWEEP
 from ..report.runs import RunFolder
 from ..store import parse_images
+from .judges_train import PRESETS, get_onpolicy_judge, load_onpolicy_judge
 
 PROTOCOLS = ("consultancy", "debate2", "debate4")
 METRICS = ("judge", "selection", "belief")

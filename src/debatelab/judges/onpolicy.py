@@ -24,12 +24,15 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..data import check_variant, data_revision
 from ..geometry import Grid
+from ..resume import settings_key
 from .cnn import JudgeCNN, default_widths
 
 DESIGNS = ("D1", "D3", "D2")
@@ -155,6 +158,10 @@ class OnPolicyJudge:
         return 10
 
     @property
+    def n_cells(self) -> int:
+        return self.grid.n_cells
+
+    @property
     def groups(self) -> int:
         return GROUPS[self.family]
 
@@ -208,6 +215,84 @@ class OnPolicyJudge:
                 out.append(p.transpose(1, 2)[:, :, eye].transpose(1, 2))
         self.evaluations += len(values)
         return torch.cat(out)
+
+
+def published_seed(design: str, protocol: str, rule: str, control: bool) -> int:
+    """The seed of §5: D1 consultancy 0, then ``1 + 10 r + k``; D3 / D2 consultancy 0, then
+    ``1 + 4 r + k``; r indexes (asym, sym, last_b) and k (2-turn debate, 4-turn debate,
+    2-turn control, 4-turn control)."""
+    if protocol == "consultancy":
+        return 0
+    r = ("asym", "sym", "last_b").index(rule)
+    k = (0 if protocol == "debate2" else 1) + (2 if control else 0)
+    return 1 + 10 * r + k if design == "D1" else 1 + 4 * r + k
+
+
+@dataclass
+class OnPolicyConfig:
+    """Settings of one on-policy trained judge."""
+
+    family: ClassVar[str] = "onpolicy"
+
+    design: str = "D1"
+    """Judge design: D1 (never sees a class), D3 (reads the claims), D2 (P(claim correct))."""
+    variant: str = "mnist"
+    """Dataset variant."""
+    protocol: str = "debate2"
+    """consultancy, debate2 or debate4."""
+    rule: str = "asym"
+    """asym, sym or last_b (consultancy: asym)."""
+    control: bool = False
+    """The shuffled control: the same cells in four channel groups in a fresh order per play."""
+    seed: int | None = None
+    """Seed of the weights, batch order, candidate draws and dropout (default: the published
+    seed of this judge, §5)."""
+    epochs: int = 10
+    batch_size: int = 128
+    lr: float = 1e-3
+    gamma: float = 0.85
+    """ExponentialLR decay, applied once per epoch."""
+    budget: int = 1296
+    """Judge evaluations (tree leaves) per image per step: 1,296 = 1,296 masks = 36 x 36 =
+    6^4; any number that is a square and a fourth power (16, 81, 256, 625, 1296)."""
+    train_limit: int | None = None
+    """Train on the first N training images (None: all)."""
+    eval_images: str = "all"
+    """Test images evaluated after every epoch: 'all', 'N', 'a:b' or 'a:b:step'."""
+    eval_batch: int = 32
+    autocast: bool = True
+    """Score the search's leaves in float16 autocast on CUDA, as published (never on CPU)."""
+
+    def __post_init__(self):
+        if self.design not in DESIGNS:
+            raise ValueError(f"unknown judge design {self.design!r}; choose among {DESIGNS}")
+        if self.protocol not in ("consultancy", "debate2", "debate4"):
+            raise ValueError(f"unknown protocol {self.protocol!r}; choose consultancy, debate2 "
+                             "or debate4")  # fmt: skip
+        if self.control and self.protocol == "consultancy":
+            raise ValueError("controls shuffle debate plays; consultancy has none")
+        if self.rule not in ("asym", "sym", "last_b"):
+            raise ValueError(f"unknown rule {self.rule!r}; choose asym, sym or last_b")
+        if self.protocol == "consultancy" and self.rule != "asym":
+            raise ValueError("consultancy has no scoring rule (B never moves); leave --rule at "
+                             "asym")  # fmt: skip
+        if self.seed is None:
+            self.seed = published_seed(self.design, self.protocol, self.rule, self.control)
+        if self.epochs < 1 or self.batch_size < 1 or self.eval_batch < 1:
+            raise ValueError("epochs, batch_size and eval_batch must be >= 1")
+
+    @property
+    def name(self) -> str:
+        """The published file-name stem of this judge, e.g. ``debate_2turn_asym``."""
+        if self.protocol == "consultancy":
+            return "consultancy"
+        kind = "control" if self.control else "debate"
+        return f"{kind}_{self.protocol[-1]}turn_{RULE_FILE_NAMES[self.rule]}"
+
+    def key(self) -> str:
+        revision = data_revision(check_variant(self.variant)[0])
+        settings = {**self.__dict__, "data_revision": revision}
+        return settings_key(f"{self.variant}-{self.design}-{self.name}-s{self.seed}", settings)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ LEGACY_FORMATS = {"debatelab-judge/1": "cell", "debatelab-pixel-judge/1": "pixel
 FAMILIES = {
     "cell": "debatelab.judges.train:TrainConfig",
     "pixel": "debatelab.judges.pixel:PixelTrainConfig",
-    "onpolicy": "debatelab.judges.onpolicy_train:OnPolicyConfig",
+    "onpolicy": "debatelab.judges.onpolicy:OnPolicyConfig",
 }
 KINDS = ("gold", "sparse")
 

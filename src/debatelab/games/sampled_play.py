@@ -1,4 +1,5 @@
-"""One step of the on-policy loop and the per-epoch evaluation (TRAINED-JUDGES.md §1).
+"""One step of the on-policy loop and the per-epoch evaluation (TRAINED-JUDGES.md §1), for any
+judge of the :class:`debatelab.interfaces.ClaimJudge` protocol.
 
 :func:`play` samples each image's candidate tree, scores every leaf with the judge (no grad),
 solves it exactly (ties to the first index) and returns the realised play: the cells with their
@@ -15,15 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..games.sampled import (
-    group_codes,
-    rule_leaves,
-    sample_tree,
-    slot_groups,
-    solve_tree,
-)
+from ..interfaces import ClaimJudge
 from ..progress import progress as progress_bar
-from .onpolicy import OnPolicyJudge, n_queries
+from .sampled import group_codes, rule_leaves, sample_tree, slot_groups, solve_tree
 
 SEARCHES = ("sampled",)
 
@@ -45,27 +40,28 @@ class Play:
 
 
 def family_of(protocol: str, control: bool) -> str:
+    """The input groups a judge of these plays reads: consultancy, debate or control."""
     if control and protocol == "consultancy":
         raise ValueError("controls shuffle debate plays; consultancy has none")
     return "control" if control else ("consultancy" if protocol == "consultancy" else "debate")
 
 
-def check_judge(judge: OnPolicyJudge, protocol: str, rule: str, control: bool) -> None:
+def check_judge(judge: ClaimJudge, protocol: str, rule: str, control: bool) -> None:
     """The judge must read the inputs of this protocol family (and, for D3 / D2, of this rule)."""
     family = family_of(protocol, control)
     if judge.family != family:
         raise ValueError(f"this judge reads {judge.family} inputs; {protocol}"
                          f"{' control' if control else ''} plays give {family} inputs")  # fmt: skip
-    want = n_queries(judge.design, rule, protocol)
+    want = 1 if protocol == "consultancy" or rule == "asym" else 2  # d_A, or d_A and d_B
     if judge.conditioned and judge.n_queries != want:
         raise ValueError(f"this {judge.design} judge reads {judge.n_queries} class one-hot(s); "
                          f"{protocol} under {rule} needs {want}")  # fmt: skip
 
 
-def play(judge: OnPolicyJudge, images: torch.Tensor, protocol: str, rule: str, control: bool,
+def play(judge: ClaimJudge, images: torch.Tensor, protocol: str, rule: str, control: bool,
          generator: torch.Generator, budget: int = 1296, autocast: bool = False) -> Play:  # fmt: skip
     """Sample, score (no grad, in the judge's current train/eval mode), solve and realise."""
-    b, n_cells = len(images), judge.grid.n_cells
+    b, n_cells = len(images), judge.n_cells
     tree = sample_tree(protocol, b, generator, n_cells, budget, generator.device)
     groups = slot_groups(tree, control, generator)  # drawn where the generator lives
     codes = group_codes(tree.paths, groups, n_cells).to(images.device)  # (B, L, n_cells)
@@ -90,7 +86,7 @@ def play(judge: OnPolicyJudge, images: torch.Tensor, protocol: str, rule: str, c
     return Play(codes[rows, solved.leaf], solved.claim, b_claim, queries, solved.value)
 
 
-def evaluate_trained_judge(judge: OnPolicyJudge, images: torch.Tensor, labels, *,
+def evaluate_trained_judge(judge: ClaimJudge, images: torch.Tensor, labels, *,
                            protocol: str, rule: str, control: bool = False,
                            search: str = "sampled", budget: int = 1296, seed: int = 0,
                            batch: int = 32, progress: bool = False) -> dict[str, float]:  # fmt: skip

@@ -1,0 +1,90 @@
+"""Leaf scoring and training steps of the on-policy trained judges, on this machine in one run.
+
+Leaf scoring is what dominates on-policy training (TRAINED-JUDGES.md §1: 128 images x 1,296
+leaves = 166k no-grad judge evaluations per step). For each design (D1, D3 with one and two
+class queries) and input encoding (consultancy, debate, control) this prints judge evaluations
+per second of ``OnPolicyJudge.claim_scores`` on sampled trees of real MNIST test images (the
+batched forward, chunks of 16,000 plays), then seconds per training step (search + one Adam
+step) at each preset's budget, and the peak resident memory.
+
+    python benchmarks/bench_onpolicy.py [--images 8] [--threads 2] [--steps 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import time
+
+import torch
+
+from debatelab.data import load_variant
+from debatelab.experiments.judges_train import PRESETS, train_onpolicy
+from debatelab.games.sampled import group_codes, sample_tree, slot_groups
+from debatelab.geometry import Grid
+from debatelab.judges.onpolicy import OnPolicyConfig, OnPolicyJudge, make_model
+
+CASES = [  # (design, family, rule, protocol)
+    ("D1", "consultancy", "asym", "consultancy"),
+    ("D1", "debate", "asym", "debate2"),
+    ("D1", "control", "asym", "debate4"),
+    ("D3", "debate", "asym", "debate2"),
+    ("D3", "debate", "sym", "debate4"),
+    ("D3", "control", "last_b", "debate2"),
+]
+
+
+def leaves_per_second(design, family, rule, protocol, images, budget=1296):
+    queries = 0 if design == "D1" else (1 if rule == "asym" or family == "consultancy" else 2)
+    groups = {"consultancy": 1, "debate": 2, "control": 4}[family]
+    torch.manual_seed(0)
+    judge = OnPolicyJudge(design, make_model(design, 1, groups, queries).eval(), family, rule,
+                          Grid(18, 6))  # fmt: skip
+    gen = torch.Generator().manual_seed(0)
+    tree = sample_tree(protocol, len(images), gen, budget=budget)
+    codes = group_codes(tree.paths, slot_groups(tree, family == "control", gen)).flatten(0, 1)
+    values = images.repeat_interleave(tree.n_leaves, 0)
+    with torch.no_grad():
+        judge.claim_scores(values[:2000], codes[:2000])  # warm-up
+        start = time.perf_counter()
+        judge.claim_scores(values, codes)
+    return len(values) / (time.perf_counter() - start)
+
+
+def step_seconds(data, preset: str, steps: int) -> float:
+    chosen = PRESETS[preset]
+    cfg = OnPolicyConfig(design="D1", protocol="debate2", rule="asym", epochs=1,
+                         budget=chosen["budget"], train_limit=128 * steps,
+                         eval_images="0:10000:10000")  # fmt: skip
+    start = time.perf_counter()
+    judge = train_onpolicy(cfg, data, progress=False)
+    return (judge.history[0]["train_seconds"]) / steps, time.perf_counter() - start
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--images", type=int, default=8)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=3)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    data = load_variant("mnist", download=False)
+    images = data.x_test[: args.images]
+    print(f"threads {args.threads}; {args.images} MNIST test images x 1,296 leaves per case")
+    print(f"{'design':6} {'encoding':12} {'rule':7} {'protocol':12} {'leaves/s':>10}")
+    for case in CASES:
+        rate = leaves_per_second(*case, images)
+        print(f"{case[0]:6} {case[1]:12} {case[2]:7} {case[3]:12} {rate:10.0f}")
+    for preset in PRESETS:
+        per_step, _ = step_seconds(data, preset, args.steps)
+        budget = PRESETS[preset]["budget"]
+        print(
+            f"preset {preset}: D1 2-turn asym, batch 128, {budget} leaves per image: "
+            f"{per_step:.2f} s per step ({1 / per_step:.3f} steps/s)"
+        )
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"peak resident memory: {peak:.0f} MB")
+
+
+if __name__ == "__main__":
+    main()
