@@ -152,6 +152,8 @@ class OnPolicyJudge:
             raise ValueError(
                 f"unknown protocol family {self.family!r}; choose among {list(GROUPS)}"
             )
+        # channels-last convolutions run about twice as fast on CPU (oneDNN), same numbers
+        self.model.to(memory_format=torch.channels_last)
 
     @property
     def n_classes(self) -> int:
@@ -175,7 +177,8 @@ class OnPolicyJudge:
         return getattr(self.model, "n_queries", 0)
 
     def inputs(self, values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        return encode(values, mask, self.groups, self.grid)
+        x = encode(values, mask, self.groups, self.grid)
+        return x.contiguous(memory_format=torch.channels_last)
 
     def logits(self, values: torch.Tensor, mask: torch.Tensor,
                claims: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
