@@ -48,9 +48,9 @@ class ScheduleConfig:
     variant: str = field(default="mnist", metadata={"flag": "--dataset", "choices": VARIANTS})
     """Dataset variant."""
     preset: str = field(default="cpu", metadata={"choices": tuple(PRESETS)})
-    """cpu: a reduced schedule for a 2-core machine (3 epochs on 12,000 training images, 256
-    leaves per image, 1,000 test images per evaluation); paper: the published one (10 epochs
-    on 60,000, 1,296 leaves, all 10,000 test images)."""
+    """cpu: a reduced schedule for a 2-core machine (3 epochs on 12,000 training images, 81
+    leaves per image = 9 x 9 = 3^4, 1,000 test images per evaluation); paper: the published
+    one (10 epochs on 60,000, 1,296 leaves, all 10,000 test images)."""
     epochs: int | None = None
     """Override the preset's epochs."""
     budget: int | None = None
@@ -117,14 +117,15 @@ def run(config: JudgeConfig, folder: RunFolder) -> dict:
     device = resolve_device(config.device)
     cfg = config.onpolicy(config.protocol, config.rule, config.control, config.seed)
     folder.seeds["train"] = cfg.seed
-    judge = train_one(cfg, folder, device)
+    data = load_variant(cfg.variant, folder.data_dir)
+    judge = train_one(cfg, folder, device, data)
     history = judge.history
     (folder.path / "history.json").write_text(json.dumps(history, indent=1))
     from ..report.plots import epoch_curves
 
     label = f"{cfg.design} {cfg.name}"
-    epoch_curves({label: history}, folder.file("curves.png"),
-                 {label: published_curves(cfg)})  # fmt: skip
+    epoch_curves({label: history}, folder.file("curves.png"), {label: published_curves(cfg)},
+                 len(data.y_train))  # fmt: skip
     metrics = final_metrics(history)
     pub = published_final(config.design, config.variant, cfg)
     folder.echo(judge_table([(cfg, metrics, pub)]))
@@ -215,7 +216,7 @@ def run_sweep(config: SweepJudgesConfig, folder: RunFolder) -> dict:
     (folder.path / "histories.json").write_text(json.dumps(histories, indent=1))
     from ..report.plots import epoch_curves
 
-    epoch_curves(histories, folder.file("curves.png"), published)
+    epoch_curves(histories, folder.file("curves.png"), published, len(data.y_train))
     table = judge_table(rows)
     folder.file("report.md").write_text(
         f"# debatelab judges sweep: {config.design} on {config.variant} ({config.preset})\n\n"

@@ -27,7 +27,7 @@ from ..store import parse_images
 #: machine (see README: a whole D1 sweep in about two hours).
 PRESETS = {
     "paper": {"epochs": 10, "budget": 1296, "train_limit": None, "eval_images": "all"},
-    "cpu": {"epochs": 3, "budget": 256, "train_limit": 12000, "eval_images": "0:10000:10"},
+    "cpu": {"epochs": 3, "budget": 81, "train_limit": 12000, "eval_images": "0:10000:10"},
 }
 
 
@@ -76,7 +76,11 @@ def train_onpolicy(config: OnPolicyConfig, data: ImageData, resume_path=None,
                                    rule=config.rule, control=config.control,
                                    budget=config.budget, seed=1_000_003 * config.seed + epoch,
                                    batch=config.eval_batch)  # fmt: skip
-        out = {"selection": m["selection_accuracy"], "n_eval_images": m["n_images"]}
+        out = {
+            "selection": m["selection_accuracy"],
+            "n_eval_images": m["n_images"],
+            "images_seen": (epoch + 1) * len(y),
+        }
         if "judge_accuracy" in m:
             out["judge"] = m["judge_accuracy"]
         if "belief" in m:

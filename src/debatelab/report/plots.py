@@ -150,26 +150,33 @@ def _draw_play(ax, image: np.ndarray, play: dict, grid: int) -> None:
 
 
 def epoch_curves(histories: dict[str, list[dict]], path: Path,
-                 published: dict[str, dict[str, np.ndarray]] | None = None) -> Path:  # fmt: skip
-    """Trained judges' metrics against epochs: one panel per metric (judge accuracy, selection
+                 published: dict[str, dict[str, np.ndarray]] | None = None,
+                 published_epoch_images: int | None = None) -> Path:  # fmt: skip
+    """Trained judges' metrics against training: one panel per metric (judge accuracy, selection
     accuracy, belief, training loss), one line per judge, the published curves dashed in the
-    same colour where given (``published[label][metric]``, percent per epoch)."""
+    same colour where given (``published[label][metric]``, percent per epoch). The x-axis is
+    training images seen when the histories record it (``images_seen``) and
+    ``published_epoch_images`` places the published epochs on it, else epochs."""
     metrics = [m for m in ("judge", "selection", "belief", "loss")
                if any(m in e for h in histories.values() for e in h)]  # fmt: skip
+    by_images = all("images_seen" in e for h in histories.values() for e in h)
     fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.6), squeeze=False)
     colors = plt.get_cmap("tab20")
     for i, (label, history) in enumerate(histories.items()):
         color = colors(i % 20)
         for ax, metric in zip(axes[0], metrics, strict=True):
-            epochs = [e["epoch"] for e in history if metric in e]
+            xs = [e["images_seen"] if by_images else e["epoch"] for e in history if metric in e]
             scale = 1 if metric == "loss" else 100
             values = [scale * e[metric] for e in history if metric in e]
-            ax.plot(epochs, values, "o-", ms=3, color=color, label=label)
+            ax.plot(xs, values, "o-", ms=3, color=color, label=label)
             pub = (published or {}).get(label, {}).get(metric)
-            if pub is not None:
-                ax.plot(np.arange(1, len(pub) + 1), pub, "--", color=color, alpha=0.7)
+            if pub is not None and (published_epoch_images or not by_images):
+                step = published_epoch_images if by_images else 1
+                ax.plot(step * np.arange(1, len(pub) + 1), pub, "--", color=color, alpha=0.7)
     for ax, metric in zip(axes[0], metrics, strict=True):
-        ax.set_xlabel("epoch")
+        ax.set_xlabel("training images seen" if by_images else "epoch")
+        if by_images:
+            ax.set_xscale("log")
         ax.set_ylabel({"loss": "training loss", "belief": "belief (%)"}.get(
             metric, f"{LABELS.get(metric, metric)} (%)"))  # fmt: skip
         ax.grid(alpha=0.3)
