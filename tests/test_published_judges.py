@@ -65,3 +65,28 @@ def test_published_judge_reproduces_its_final_numbers(case, datasets):
         bound = 100 * 3 * np.sqrt(max(p * (1 - p), 0.05 * 0.95) / N_IMAGES) + 1.1
         ours = 100 * got[keys[metric]]
         assert abs(ours - value) <= bound, (case, metric, ours, value, bound)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not PUBLISHED.exists(), reason="the published judges are not on this machine")
+def test_collapsed_d2_judges_claim_one_class(datasets):
+    """D2's collapse (REFERENCE B: 10 of 13 judges at 9.8-10.3 % selection accuracy) is a
+    judge whose best claim is the same class on every image: the 2-turn last_b judge claims 7
+    and the consultancy judge 3, so their selection accuracies are those classes' shares of
+    the MNIST test set, 1,028 / 10,000 and 1,010 / 10,000, the published 10.28 and 10.10."""
+    from debatelab.games.sampled_play import play
+
+    torch.set_num_threads(2)
+    data = datasets("mnist")
+    x = data.x_test[0 : 10000 : 10000 // N_IMAGES]
+    counts = torch.bincount(data.y_test, minlength=10)
+    for case, cls in (("debate_judge_2turn_bce_lastdig_mnist.pt", 7),
+                      ("consultancy_judge_bce_mnist.pt", 3)):  # fmt: skip
+        name = parse_published_name(case)
+        judge = load_published_judge(PUBLISHED / "verifier_head_D2_mnist" / case)
+        gen = torch.Generator().manual_seed(0)
+        claims = torch.cat([play(judge, x[i : i + 50], name.protocol, name.rule, name.control,
+                                 gen).claim for i in range(0, len(x), 50)])  # fmt: skip
+        assert (claims == cls).all(), case
+        published = TRAINED_JUDGES[("D2", "mnist")][(name.protocol, name.rule, name.control)]
+        assert 100 * counts[cls].item() / 10000 == pytest.approx(published["selection"], abs=0.005)
