@@ -4,7 +4,8 @@ Leaf scoring is what dominates on-policy training (TRAINED-JUDGES.md §1: 128 im
 leaves = 166k no-grad judge evaluations per step). For each design (D1, D3 with one and two
 class queries) and input encoding (consultancy, debate, control) this prints judge evaluations
 per second of ``OnPolicyJudge.claim_scores`` on sampled trees of real MNIST test images (the
-batched forward, chunks of 16,000 plays), then seconds per training step (search + one Adam
+batched forward, chunks of 16,000 plays, channels-last) and of the same forward in the plain
+memory layout, then seconds per training step (search + one Adam
 step) at each preset's budget, and the peak resident memory.
 
     python benchmarks/bench_onpolicy.py [--images 8] [--threads 2] [--steps 3]
@@ -22,7 +23,7 @@ from debatelab.data import load_variant
 from debatelab.experiments.judges_train import PRESETS, train_onpolicy
 from debatelab.games.sampled import group_codes, sample_tree, slot_groups
 from debatelab.geometry import Grid
-from debatelab.judges.onpolicy import OnPolicyConfig, OnPolicyJudge, make_model
+from debatelab.judges.onpolicy import OnPolicyConfig, OnPolicyJudge, encode, make_model
 
 CASES = [  # (design, family, rule, protocol)
     ("D1", "consultancy", "asym", "consultancy"),
@@ -34,12 +35,15 @@ CASES = [  # (design, family, rule, protocol)
 ]
 
 
-def leaves_per_second(design, family, rule, protocol, images, budget=1296):
+def leaves_per_second(design, family, rule, protocol, images, budget=1296, channels_last=True):
     queries = 0 if design == "D1" else (1 if rule == "asym" or family == "consultancy" else 2)
     groups = {"consultancy": 1, "debate": 2, "control": 4}[family]
     torch.manual_seed(0)
     judge = OnPolicyJudge(design, make_model(design, 1, groups, queries).eval(), family, rule,
                           Grid(18, 6))  # fmt: skip
+    if not channels_last:  # the plain layout, as before: the ratio measures the change
+        judge.model.to(memory_format=torch.contiguous_format)
+        judge.inputs = lambda v, m: encode(v, m, judge.groups, judge.grid)
     gen = torch.Generator().manual_seed(0)
     tree = sample_tree(protocol, len(images), gen, budget=budget)
     codes = group_codes(tree.paths, slot_groups(tree, family == "control", gen)).flatten(0, 1)
@@ -71,10 +75,13 @@ def main():
     data = load_variant("mnist", download=False)
     images = data.x_test[: args.images]
     print(f"threads {args.threads}; {args.images} MNIST test images x 1,296 leaves per case")
-    print(f"{'design':6} {'encoding':12} {'rule':7} {'protocol':12} {'leaves/s':>10}")
+    print(f"{'design':6} {'encoding':12} {'rule':7} {'protocol':12} {'leaves/s':>10} "
+          f"{'contiguous':>10} {'ratio':>6}")
     for case in CASES:
         rate = leaves_per_second(*case, images)
-        print(f"{case[0]:6} {case[1]:12} {case[2]:7} {case[3]:12} {rate:10.0f}")
+        plain = leaves_per_second(*case, images, channels_last=False)
+        print(f"{case[0]:6} {case[1]:12} {case[2]:7} {case[3]:12} {rate:10.0f} {plain:10.0f} "
+              f"{rate / plain:6.2f}")
     for preset in PRESETS:
         per_step, _ = step_seconds(data, preset, args.steps)
         budget = PRESETS[preset]["budget"]
