@@ -75,13 +75,17 @@ def main():
     data = load_variant("mnist", download=False)
     images = data.x_test[: args.images]
     print(f"threads {args.threads}; {args.images} MNIST test images x 1,296 leaves per case")
-    print(f"{'design':6} {'encoding':12} {'rule':7} {'protocol':12} {'leaves/s':>10} "
-          f"{'contiguous':>10} {'ratio':>6}")
+    print(
+        f"{'design':6} {'encoding':12} {'rule':7} {'protocol':12} {'leaves/s':>10} "
+        f"{'contiguous':>10} {'ratio':>6}"
+    )
     for case in CASES:
         rate = leaves_per_second(*case, images)
         plain = leaves_per_second(*case, images, channels_last=False)
-        print(f"{case[0]:6} {case[1]:12} {case[2]:7} {case[3]:12} {rate:10.0f} {plain:10.0f} "
-              f"{rate / plain:6.2f}")
+        print(
+            f"{case[0]:6} {case[1]:12} {case[2]:7} {case[3]:12} {rate:10.0f} {plain:10.0f} "
+            f"{rate / plain:6.2f}"
+        )
     for preset in PRESETS:
         per_step, _ = step_seconds(data, preset, args.steps)
         budget = PRESETS[preset]["budget"]

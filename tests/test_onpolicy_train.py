@@ -30,19 +30,26 @@ def test_published_seeds():
     assert published_seed("D3", "debate2", "last_b", True) == 11
     assert published_seed("D2", "debate4", "asym", False) == 2
     assert OnPolicyConfig(design="D1", protocol="debate4", rule="last_b").seed == 22
+    exact = OnPolicyConfig(design="D1", protocol="debate4", rule="last_b")
+    quantilised = OnPolicyConfig(design="D1", protocol="debate4", rule="last_b", capability=3)
+    assert exact.key() != quantilised.key()
+    with pytest.raises(ValueError, match="k >= 1"):
+        OnPolicyConfig(capability=0)
     with pytest.raises(ValueError, match="no scoring rule"):
         OnPolicyConfig(protocol="consultancy", rule="sym")
     with pytest.raises(ValueError, match="consultancy has none"):
         OnPolicyConfig(protocol="consultancy", control=True)
 
 
-@pytest.mark.parametrize("design,protocol,rule,control", [
-    ("D1", "debate2", "asym", False), ("D3", "debate4", "sym", True),
-    ("D2", "consultancy", "asym", False), ("D3", "debate2", "last_b", False)])  # fmt: skip
+@pytest.mark.parametrize("design,protocol,rule,control,capability", [
+    ("D1", "debate2", "asym", False, None), ("D3", "debate4", "sym", True, 2),
+    ("D2", "consultancy", "asym", False, None), ("D3", "debate2", "last_b", False, 3)])  # fmt: skip
 def test_an_interrupted_run_resumes_to_the_same_numbers(mnist, tmp_path, monkeypatch,
-                                                        design, protocol, rule, control):  # fmt: skip
+                                                        design, protocol, rule, control,
+                                                        capability):  # fmt: skip
     torch.set_num_threads(1)
-    config = OnPolicyConfig(design=design, protocol=protocol, rule=rule, control=control, **TINY)
+    config = OnPolicyConfig(design=design, protocol=protocol, rule=rule, control=control,
+                            capability=capability, **TINY)  # fmt: skip
     whole = train_onpolicy(config, mnist, tmp_path / "a.pt", progress=False)
 
     calls = {"n": 0}

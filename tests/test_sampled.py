@@ -196,3 +196,65 @@ def test_all_permutations_appear_uniformly():
     counts = np.bincount([index[tuple(g)] for g in groups.reshape(-1, 4).tolist()], minlength=24)
     expected = counts.sum() / 24
     assert np.abs(counts - expected).max() < 5 * expected**0.5
+
+
+def _walk_topk(leaf_value, branching, k, depth=0, prefix=0):
+    """Value of the subtree under top-k quantilisers (mean of the best k children)."""
+    if depth == len(branching):
+        return leaf_value(prefix)
+    kids = [_walk_topk(leaf_value, branching, k, depth + 1, prefix * branching[depth] + c)
+            for c in range(branching[depth])]  # fmt: skip
+    kids.sort(reverse=depth % 2 == 0)
+    best = kids[: min(k, len(kids))]
+    return sum(best) / len(best)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+@pytest.mark.parametrize("rule", ["asym", "sym"])
+def test_quantilised_play_values_equal_a_top_k_walk(k, rule):
+    """Capability k: node values are means of the best k children at every turn (distinct
+    values, so no ties), the claim is the best root column, and the realised leaf is drawn
+    only among the leaves a top-k player can reach."""
+    from debatelab.games.sampled import solve_tree_policy
+    from debatelab.policies import TopK
+
+    rng = np.random.default_rng(k)
+    branching = (3, 4)
+    raw = rng.random((1, 12, K))
+    leaves = rule_leaves(torch.tensor(raw), rule, False, False)
+    gen = torch.Generator().manual_seed(0)
+    got = solve_tree_policy(leaves, branching, rule, [TopK(k)] * 2, gen, K)
+    cols = leaves.shape[-1]
+    roots = [_walk_topk(lambda i, c=c: float(leaves[0, i, c]), branching, k) for c in range(cols)]
+    if rule == "sym":
+        grid = np.array(roots).reshape(K, K)
+        claim = int(np.argmax(grid.min(axis=1)))
+        assert int(got.b_claim[0]) == int(np.argmin(grid[claim]))
+        column = claim * K + int(got.b_claim[0])
+    else:
+        claim = column = int(np.argmax(roots))
+    assert int(got.claim[0]) == claim
+    # reachable leaves: A's top-k children, then each one's top-k grandchildren
+    vals = leaves[0, :, column].reshape(3, 4).numpy()
+    a_values = np.array([np.sort(row)[: min(k, 4)].mean() for row in vals])
+    a_top = np.argsort(-a_values)[:k]
+    reachable = {int(a) * 4 + int(b) for a in a_top for b in np.argsort(vals[a])[:k]}
+    seen = set()
+    for seed in range(40):
+        draw = solve_tree_policy(leaves, branching, rule, [TopK(k)] * 2,
+                                 torch.Generator().manual_seed(seed), K)  # fmt: skip
+        seen.add(int(draw.leaf[0]))
+    assert seen <= reachable and (len(seen) > 1) == (k > 1)
+
+
+def test_exact_policy_play_matches_the_first_index_search_without_ties():
+    from debatelab.games.sampled import solve_tree_policy
+    from debatelab.policies import TopK
+
+    rng = np.random.default_rng(5)
+    leaves = torch.tensor(rng.random((6, 16, K)))
+    first = solve_tree((leaves), (2, 2, 2, 2), "asym", K)
+    drawn = solve_tree_policy(leaves, (2, 2, 2, 2), "asym", [TopK(1)] * 4,
+                              torch.Generator().manual_seed(0), K)  # fmt: skip
+    assert torch.equal(first.claim, drawn.claim) and torch.equal(first.leaf, drawn.leaf)
+    assert torch.allclose(first.value, drawn.value)

@@ -60,6 +60,9 @@ class ScheduleConfig:
     """Override the preset's training images (the first N)."""
     eval_images: str | None = None
     """Override the preset's test images evaluated after every epoch."""
+    capability: int | None = None
+    """Debaters as top-k quantilisers at every turn of the sampled tree (default: exact play,
+    as published)."""
     device: str = field(
         default="auto", compare=False, metadata={"choices": ("auto", "cpu", "cuda")}
     )
@@ -72,7 +75,8 @@ class ScheduleConfig:
             if getattr(self, name) is not None:
                 chosen[name] = getattr(self, name)
         return OnPolicyConfig(design=self.design, variant=self.variant, protocol=protocol,
-                              rule=rule, control=control, seed=seed, **chosen)  # fmt: skip
+                              rule=rule, control=control, seed=seed,
+                              capability=self.capability, **chosen)  # fmt: skip
 
 
 @dataclass
@@ -249,6 +253,8 @@ class EvalJudgeConfig:
     """Seed of the candidate draws."""
     batch: int = 32
     """Images per search batch."""
+    capability: int | None = None
+    """Debaters as top-k quantilisers (default: exact play)."""
     device: str = field(
         default="auto", compare=False, metadata={"choices": ("auto", "cpu", "cuda")}
     )
@@ -292,7 +298,7 @@ def run_eval(config: EvalJudgeConfig, folder: RunFolder) -> dict:
     m = evaluate_trained_judge(judge, data.x_test[sl].to(device), data.y_test[sl],
                                protocol=protocol, rule=rule, control=control,
                                budget=config.budget, seed=config.seed, batch=config.batch,
-                               progress=folder.progress)  # fmt: skip
+                               progress=folder.progress, capability=config.capability)  # fmt: skip
     pub = TRAINED_JUDGES.get((design, variant), {}).get((protocol, rule, control), {})
     ours = {"judge": m.get("judge_accuracy"), "selection": m["selection_accuracy"],
             "belief": m.get("belief")}  # fmt: skip

@@ -217,3 +217,47 @@ def solve_tree(leaves: torch.Tensor, branching: tuple[int, ...], rule: str,
         children = node[t].reshape(b, -1, n)[rows, index]
         index = index * n + _first_arg(children, maximize=t % 2 == 0)
     return SampledPlay(claim, b_claim, index, tree.reshape(b, n_columns, -1)[rows, column, index])
+
+
+def solve_tree_policy(leaves: torch.Tensor, branching: tuple[int, ...], rule: str,
+                      policies, generator: torch.Generator, n_classes: int = 10) -> SampledPlay:  # fmt: skip
+    """Play of every image's sampled tree under rank policies (quantilised debaters), through
+    the game core's reducer (:func:`.core.solve` on :func:`.core.sampled_tree`).
+
+    ``policies`` holds one rank policy per turn (root first). Node values are the policies'
+    expected values (tied children share their rank block's mass); the claim is still the first
+    argmax of the root values over claim columns (under sym: ``max_{d_A} min_{d_B}``), and the
+    realised play is *drawn* turn by turn from the players' play weights with ``generator``.
+    Consultancy (one turn): the claim is the class of best value under the policy, its mask
+    drawn from the policy's weights.
+    """
+    import numpy as np
+
+    from .core import sampled_tree, solve
+
+    b, n_leaves, n_columns = leaves.shape
+    if len(policies) != len(branching):
+        raise ValueError(f"give one rank policy per turn ({len(branching)}), got {len(policies)}")
+    game = sampled_tree(branching)
+    values = leaves.transpose(1, 2).double().cpu().numpy()  # (B, columns, L)
+    solution = solve(game, values, policies)
+    root = torch.from_numpy(solution.root_value[..., 0])  # (B, columns)
+    rows = torch.arange(b)
+    b_claim = None
+    if rule == "sym" and len(branching) > 1:
+        grid = root.reshape(b, n_classes, n_classes)
+        claim = _first_arg(grid.amin(dim=-1), maximize=True)
+        b_claim = _first_arg(grid[rows, claim], maximize=False)
+        column = claim * n_classes + b_claim
+    else:
+        claim = column = _first_arg(root, maximize=True)
+    index = torch.zeros(b, dtype=torch.long)
+    for t, n in enumerate(branching):  # draw each turn's child from its play weights
+        w = torch.from_numpy(np.ascontiguousarray(solution.weights[t]))  # (B, cols, nodes, n)
+        probs = w[rows, column, index].clamp_min(0)
+        pick = torch.multinomial(probs.float(), 1, generator=generator)[:, 0]
+        index = index * n + pick
+    value = torch.from_numpy(values)[rows, column, index].to(leaves.dtype)
+    return SampledPlay(claim.to(leaves.device), None if b_claim is None else
+                       b_claim.to(leaves.device), index.to(leaves.device),
+                       value.to(leaves.device))  # fmt: skip

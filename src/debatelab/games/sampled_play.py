@@ -17,8 +17,16 @@ import numpy as np
 import torch
 
 from ..interfaces import ClaimJudge
+from ..policies import TopK
 from ..progress import progress as progress_bar
-from .sampled import group_codes, rule_leaves, sample_tree, slot_groups, solve_tree
+from .sampled import (
+    group_codes,
+    rule_leaves,
+    sample_tree,
+    slot_groups,
+    solve_tree,
+    solve_tree_policy,
+)
 
 SEARCHES = ("sampled",)
 
@@ -59,8 +67,13 @@ def check_judge(judge: ClaimJudge, protocol: str, rule: str, control: bool) -> N
 
 
 def play(judge: ClaimJudge, images: torch.Tensor, protocol: str, rule: str, control: bool,
-         generator: torch.Generator, budget: int = 1296, autocast: bool = False) -> Play:  # fmt: skip
-    """Sample, score (no grad, in the judge's current train/eval mode), solve and realise."""
+         generator: torch.Generator, budget: int = 1296, autocast: bool = False,
+         capability: int | None = None) -> Play:  # fmt: skip
+    """Sample, score (no grad, in the judge's current train/eval mode), solve and realise.
+
+    ``capability`` k makes both debaters top-k quantilisers at every turn of the sampled tree
+    (the rank policies of the frozen sweep; the play is drawn from their weights); None (the
+    published anchor) is exact play with ties to the first index."""
     b, n_cells = len(images), judge.n_cells
     tree = sample_tree(protocol, b, generator, n_cells, budget, generator.device)
     groups = slot_groups(tree, control, generator)  # drawn where the generator lives
@@ -73,7 +86,12 @@ def play(judge: ClaimJudge, images: torch.Tensor, protocol: str, rule: str, cont
         scores = judge.claim_scores(values, codes.flatten(0, 1)).float()
     scores = scores.reshape((b, n_leaves) + scores.shape[1:])
     leaves = rule_leaves(scores, rule, judge.conditioned, protocol == "consultancy")
-    solved = solve_tree(leaves, tree.branching, rule, judge.n_classes)
+    if capability is None:
+        solved = solve_tree(leaves, tree.branching, rule, judge.n_classes)
+    else:
+        policies = [TopK(capability)] * len(tree.branching)
+        solved = solve_tree_policy(leaves, tree.branching, rule, policies, generator,
+                                   judge.n_classes)  # fmt: skip
     rows = torch.arange(b, device=images.device)
     b_claim = solved.b_claim
     if rule == "last_b" and judge.conditioned and protocol != "consultancy":
@@ -89,11 +107,13 @@ def play(judge: ClaimJudge, images: torch.Tensor, protocol: str, rule: str, cont
 def evaluate_trained_judge(judge: ClaimJudge, images: torch.Tensor, labels, *,
                            protocol: str, rule: str, control: bool = False,
                            search: str = "sampled", budget: int = 1296, seed: int = 0,
-                           batch: int = 32, progress: bool = False) -> dict[str, float]:  # fmt: skip
+                           batch: int = 32, progress: bool = False,
+                           capability: int | None = None) -> dict[str, float]:  # fmt: skip
     """Selection accuracy, judge accuracy and belief (fractions) of a trained judge on
     ``images`` ``(N, C, S, S)`` (preprocessed) with ``labels`` ``(N,)``: per batch of ``batch``
     images, a fresh sampled tree, the exact search in eval mode, then one fp32 forward on the
-    realised play. D1 has no belief (it never reads a claim; its consultancy claim is the
+    realised play (``capability``: top-k quantilised debaters, see :func:`play`). D1 has no
+    belief (it never reads a claim; its consultancy claim is the
     class at the chosen mask); D2 has no judge accuracy (one logit: belief only)."""
     if search not in SEARCHES:
         raise ValueError(f"unknown search {search!r}; available: {', '.join(SEARCHES)}")
@@ -103,13 +123,15 @@ def evaluate_trained_judge(judge: ClaimJudge, images: torch.Tensor, labels, *,
         raise ValueError(f"{len(images)} images but {len(labels)} labels")
     if batch < 1:
         raise ValueError(f"batch must be >= 1, got {batch}")
+    if capability is not None and capability < 1:
+        raise ValueError(f"capability is a top-k quantiliser's k >= 1, got {capability}")
     generator = torch.Generator(device=images.device).manual_seed(seed)
     judge.model.eval()
     sums = {"selection": 0.0, "judge": 0.0, "belief": 0.0}
     bar = progress_bar(total=len(images), enabled=progress, desc="evaluate", unit="img")
     for i in range(0, len(images), batch):
         x, y = images[i : i + batch], labels[i : i + batch].to(images.device)
-        p = play(judge, x, protocol, rule, control, generator, budget)
+        p = play(judge, x, protocol, rule, control, generator, budget, capability=capability)
         with torch.no_grad():
             logits = judge.logits(x, p.codes, p.queries).float()
         sums["selection"] += (p.claim == y).sum().item()

@@ -263,6 +263,9 @@ class OnPolicyConfig:
     eval_images: str = "all"
     """Test images evaluated after every epoch: 'all', 'N', 'a:b' or 'a:b:step'."""
     eval_batch: int = 32
+    capability: int | None = None
+    """Debaters' capability: top-k quantilisers at every turn of the sampled tree (None: exact
+    play, the published anchor)."""
     autocast: bool = True
     """Score the search's leaves in float16 autocast on CUDA, as published (never on CPU)."""
 
@@ -281,6 +284,8 @@ class OnPolicyConfig:
                              "asym")  # fmt: skip
         if self.seed is None:
             self.seed = published_seed(self.design, self.protocol, self.rule, self.control)
+        if self.capability is not None and self.capability < 1:
+            raise ValueError(f"capability is a top-k quantiliser's k >= 1, got {self.capability}")
         if self.epochs < 1 or self.batch_size < 1 or self.eval_batch < 1:
             raise ValueError("epochs, batch_size and eval_batch must be >= 1")
 
@@ -295,6 +300,8 @@ class OnPolicyConfig:
     def key(self) -> str:
         revision = data_revision(check_variant(self.variant)[0])
         settings = {**self.__dict__, "data_revision": revision}
+        if self.capability is None:  # keys of exact-play judges predate the option
+            del settings["capability"]
         return settings_key(f"{self.variant}-{self.design}-{self.name}-s{self.seed}", settings)
 
 
