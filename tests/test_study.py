@@ -93,3 +93,13 @@ def test_paired_table_puts_our_row_under_the_published_one_and_marks_far_cells()
     assert lines[2] == "| mnist | published | 90.00 | 50.00 |"
     assert lines[3] == "|  | this study | **88.40** | 51.50 |"  # 1.6 points off: bold; 1.5: not
     assert lines[4] == "| new | this study | 1.00 | 2.00 |"
+
+
+def test_the_best_capability_row_follows_images_by_default():
+    """A small --images keeps the curves small (a default of the whole test set once made a
+    six-image study run for an hour)."""
+    from debatelab.experiments.study import StudyConfig, curves_images_of
+
+    assert curves_images_of(StudyConfig(images="0:6")) == "0:6"
+    assert curves_images_of(StudyConfig(images="0:6", curves_images="0:3")) == "0:3"
+    assert curves_images_of(StudyConfig()) == "all"

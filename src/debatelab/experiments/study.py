@@ -49,11 +49,11 @@ class StudyConfig(SweepConfig):
     images: str = "all"
     """Test images of the setup table and exact play: 'all', 'N', 'start:stop' or
     'start:stop:step'."""
-    curves_images: str = "all"
+    curves_images: str = "images"
     """Test images of the best-capability row: consultancy's curve and the debates' diagonals,
     about 0.45 CPU-s per image on this project's 2-core machine (some 40 minutes per variant on
-    the full test set); as --images. The same range as --sweep-images reads the row from the
-    sweep at no extra cost."""
+    the full test set); 'images' (the default) takes those of --images, or a range as --images.
+    The same range as --sweep-images reads the row from the sweep at no extra cost."""
     sweep_images: str = "all"
     """Test images of the whole quantiliser sweep (heat maps, the curve figures, example
     plays), as --images; it costs about 0.7 CPU-s per image (an hour per variant on the full
@@ -67,6 +67,11 @@ class StudyConfig(SweepConfig):
             raise ValueError(
                 f"unknown dataset variant(s) {unknown}; choose among {', '.join(VARIANTS)}"
             )
+
+
+def curves_images_of(config: StudyConfig) -> str:
+    """The images of the best-capability row, with the default 'images' resolved."""
+    return config.images if config.curves_images == "images" else config.curves_images
 
 
 def variant_config(config: StudyConfig, variant: str) -> SweepConfig:
@@ -152,7 +157,7 @@ def run(config: StudyConfig, folder: RunFolder) -> dict:
                 per_variant[variant] = before
                 folder.echo(f"{variant}: finished before, read back")
                 continue
-        metrics = run_variant(cfg, config.sweep_images, config.curves_images, sub)
+        metrics = run_variant(cfg, config.sweep_images, curves_images_of(config), sub)
         sub.finish(metrics)
         per_variant[variant] = metrics
         folder.echo(f"{variant}: done in {metrics['wall_time_s'] / 60:.1f} min")
