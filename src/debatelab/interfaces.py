@@ -64,3 +64,38 @@ class ClaimJudge(Judge, Protocol):
     n_cells: int
 
     def claim_scores(self, values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor: ...
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """A language model back end, as the pool generator sees it (:mod:`debatelab.llm`).
+
+    ``name`` identifies back end and model (it keys the call cache); ``concurrency`` is how many
+    calls it takes at once. ``chat`` samples one reply to chat ``messages``, reproducibly for a
+    given ``seed`` where the back end allows; ``verdict`` returns the log-probabilities of
+    ``candidates`` (single tokens) as the next token of the reply, ``None`` for a candidate the
+    back end cannot see. Both return a reply object with token counts (``debatelab.llm.Reply``).
+    """
+
+    name: str
+    concurrency: int
+
+    def chat(self, messages: list[dict], *, temperature: float, max_tokens: int,
+             seed: int): ...  # fmt: skip
+
+    def verdict(self, messages: list[dict], candidates: tuple[str, ...]): ...
+
+
+@runtime_checkable
+class Task(Protocol):
+    """Questions with ground truth (:mod:`debatelab.llm.tasks`): ``questions()`` lists them,
+    ``answer(question, text)`` extracts a proposal's answer (``None`` when there is none) and
+    ``verify(question, answer)`` scores it in [0, 1] against the ground truth."""
+
+    name: str
+
+    def questions(self) -> list: ...
+
+    def answer(self, question, text: str) -> str | None: ...
+
+    def verify(self, question, answer: str) -> float: ...

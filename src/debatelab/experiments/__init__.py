@@ -45,9 +45,14 @@ EXPERIMENTS = {
     "judges eval": ("judges", "EvalJudgeConfig",
                     "Evaluate a trained judge (ours or a published one) on test images.",
                     "run_eval"),
+    "pools generate": ("pools", "PoolsConfig",
+                       "Generate, verify and judge pools of proposals, critiques and rebuttals."),
 }  # fmt: skip
 #: Groups of experiment commands (``debatelab judges train``): group name -> summary.
-GROUPS = {"judges": "Judges trained on-policy: train one, sweep 13, evaluate any checkpoint."}
+GROUPS = {
+    "judges": "Judges trained on-policy: train one, sweep 13, evaluate any checkpoint.",
+    "pools": "LLM debate pools from real models, for `debatelab bon`.",
+}
 
 
 def experiment(name: str) -> Experiment:

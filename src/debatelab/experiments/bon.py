@@ -30,8 +30,8 @@ from .bon_report import (
 class BonExperimentConfig:
     """Settings of one best-of-N analysis."""
 
-    pools: str | None = field(default=None, metadata={"argument": True, "file": True})
-    """The pool file (JSON Lines, CSV or Parquet)."""
+    pools: str | None = field(default=None, metadata={"argument": True})
+    """The pool file (JSON Lines, CSV or Parquet), or a `debatelab pools generate` run folder."""
     demo: bool = False
     """Run on synthetic pools instead of a file."""
     analysis: BonConfig = field(default_factory=BonConfig)

