@@ -2,8 +2,9 @@
 same model behind a real llama.cpp OpenAI-compatible server, at several concurrency levels, in
 one run on this machine.
 
-Each case makes ``--calls`` chat calls (a HumanEval prompt, ``--max-tokens`` sampled tokens,
-a distinct seed each) and as many verdict calls (the judge's single next-token distribution on a
+Each case makes ``--calls`` chat calls (a HumanEval prompt with a distinct first line, so no
+call shares a prefix with another, ``--max-tokens`` sampled tokens, a distinct seed each; with
+``--shared-prefix`` the very same prompt every time) and as many verdict calls (the judge's single next-token distribution on a
 proposal transcript), with no cache, and prints calls per second and the ratio to in-process.
 The server gets ``--server-threads`` threads; llama-cpp-python's server runs one request at a
 time, so concurrency only overlaps HTTP and JSON with compute (a batching server such as vLLM
@@ -39,12 +40,22 @@ def workload(n_calls: int):
     return chat, verdict
 
 
-def run_case(model, chat, verdict, n_calls: int, max_tokens: int, concurrency: int) -> dict:
+def distinct(messages: list[dict], i: int, shared: bool) -> list[dict]:
+    """Call ``i``'s messages: the same for every call (a server may reuse the whole prompt's
+    KV cache), or with a distinct first line (no shared prefix: full prompt evaluation)."""
+    if shared:
+        return messages
+    return [{"role": "user", "content": f"Request {i}.\n" + messages[0]["content"]}]
+
+
+def run_case(model, chat, verdict, n_calls: int, max_tokens: int, concurrency: int,
+             shared: bool) -> dict:  # fmt: skip
     def one_chat(seed):
-        return model.chat(chat, temperature=0.8, max_tokens=max_tokens, seed=seed)
+        return model.chat(distinct(chat, seed, shared), temperature=0.8, max_tokens=max_tokens,
+                          seed=seed)  # fmt: skip
 
     def one_verdict(i):
-        return model.verdict(verdict, ("Yes", "yes", "No", "no"))
+        return model.verdict(distinct(verdict, i, shared), ("Yes", "yes", "No", "no"))
 
     out = {}
     with ThreadPoolExecutor(max_workers=concurrency) as pool:
@@ -68,7 +79,8 @@ def start_server(threads: int):
     log = tempfile.TemporaryFile()
     proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model",
                              str(smollm2_path()), "--host", "127.0.0.1", "--port", str(port),
-                             "--n_threads", str(threads), "--n_ctx", "8192"],
+                             "--n_threads", str(threads), "--n_threads_batch", str(threads),
+                             "--n_ctx", "8192"],
                             stdout=log, stderr=log)  # fmt: skip
     url = f"http://127.0.0.1:{port}/v1"
     for _ in range(200):
@@ -87,23 +99,39 @@ def main():
     parser.add_argument("--max-tokens", type=int, default=64)
     parser.add_argument("--levels", default="1,2,4")
     parser.add_argument("--server-threads", type=int, default=1)
+    parser.add_argument(
+        "--shared-prefix",
+        action="store_true",
+        help="the same prompt for every call (the server's prefix cache helps)",
+    )
     args = parser.parse_args()
     chat, verdict = workload(args.calls)
     rows = []
     local = load_model(None)
-    rows.append(("in-process", 1, run_case(local, chat, verdict, args.calls, args.max_tokens, 1)))
+    rows.append(
+        (
+            "in-process",
+            1,
+            run_case(local, chat, verdict, args.calls, args.max_tokens, 1, args.shared_prefix),
+        )
+    )
     del local
     proc, url = start_server(args.server_threads)
     try:
         for level in (int(x) for x in args.levels.split(",")):
             model = load_model(f"openai:smollm2@{url}", concurrency=level)
             rows.append((f"http ({args.server_threads} thread)", level,
-                         run_case(model, chat, verdict, args.calls, args.max_tokens, level)))  # fmt: skip
+                         run_case(model, chat, verdict, args.calls, args.max_tokens, level,
+                                  args.shared_prefix)))  # fmt: skip
     finally:
         proc.terminate()
         proc.wait()
     base = rows[0][2]
-    print(f"{args.calls} chat calls (max {args.max_tokens} tokens) and {args.calls} verdicts each")
+    prompts = "one shared prompt" if args.shared_prefix else "a distinct prompt per call"
+    print(
+        f"{args.calls} chat calls (max {args.max_tokens} tokens) and {args.calls} verdicts "
+        f"each, {prompts}"
+    )
     print(f"{'back end':<20} {'conc':>4} {'chat/s':>8} {'tok/s':>8} {'verdict/s':>10} "
           f"{'chat x':>7} {'verdict x':>9}")  # fmt: skip
     for name, level, r in rows:

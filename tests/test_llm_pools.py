@@ -207,7 +207,7 @@ def llama_server(tmp_path_factory):
     log = open(tmp_path_factory.mktemp("server") / "server.log", "w")  # noqa: SIM115
     proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model",
                              str(smollm2_path()), "--host", "127.0.0.1", "--port", str(port),
-                             "--n_threads", "1", "--n_ctx", "8192"],
+                             "--n_threads", "1", "--n_threads_batch", "1", "--n_ctx", "8192"],
                             stdout=log, stderr=log)  # fmt: skip
     import httpx
 
