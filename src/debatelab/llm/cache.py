@@ -70,10 +70,6 @@ class CallCache:
         with self._lock:
             self.counts[role]["failures"] += 1
 
-    def __len__(self) -> int:
-        with self._lock:
-            return self._db.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
-
     def close(self) -> None:
         with self._lock:
             self._db.close()

@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
@@ -281,7 +281,3 @@ class PoolGenerator:
 def hash_path(path: tuple[int, ...]) -> int:
     """A sample path as one index for the cache key (a stable mixed-radix-free encoding)."""
     return int.from_bytes(hashlib.sha256(repr(tuple(path)).encode()).digest()[:6], "little")
-
-
-def plan_dict(plan: PoolPlan) -> dict:
-    return asdict(plan)
