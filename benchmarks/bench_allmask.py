@@ -20,6 +20,7 @@ import torch
 
 from debatelab import JudgeCNN
 from debatelab.data import load_variant
+from debatelab.geometry import LabelledMasks
 from debatelab.judges.allmask import _build_tables, all_mask_probs
 from debatelab.judges.train import load_checkpoint
 
@@ -45,7 +46,7 @@ def main():
     parser.add_argument("--naive-images", type=int, default=1)
     args = parser.parse_args()
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, load {os.getloadavg()}")
-    _build_tables(18, 6, 4)  # built once per geometry, as in any run
+    _build_tables(18, 6, LabelledMasks.masks(36, 4))  # built once per geometry, as in any run
     for kind in ("mnist", "cifar"):
         model, images, label = judge_and_images(kind, max(args.fast_images, args.naive_images))
         t0 = time.perf_counter()

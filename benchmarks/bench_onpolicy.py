@@ -5,10 +5,13 @@ leaves = 166k no-grad judge evaluations per step). For each design (D1, D3 with 
 class queries) and input encoding (consultancy, debate, control) this prints judge evaluations
 per second of ``OnPolicyJudge.claim_scores`` on sampled trees of real MNIST test images (the
 batched forward, chunks of 16,000 plays, channels-last) and of the same forward in the plain
-memory layout, then seconds per training step (search + one Adam
-step) at each preset's budget, and the peak resident memory.
+memory layout, then the exact search (``--search exact``): leaves per second of the factorised
+trunk on each family's whole universe (58,905 masks, 353,430 pair splits, 1,413,720 labelled
+masks of a control) beside the batched forward, and seconds per image of the whole exact play;
+then seconds per training step (search + one Adam step) at each preset's budget, and the peak
+resident memory.
 
-    python benchmarks/bench_onpolicy.py [--images 8] [--threads 2] [--steps 3]
+    python benchmarks/bench_onpolicy.py [--images 8] [--threads 2] [--steps 3] [--exact-images 2]
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import torch
 from debatelab.data import load_variant
 from debatelab.experiments.judges_train import PRESETS, train_onpolicy
 from debatelab.games.sampled import group_codes, sample_tree, slot_groups
+from debatelab.games.sampled_play import family_universe, play
 from debatelab.geometry import Grid
 from debatelab.judges.onpolicy import OnPolicyConfig, OnPolicyJudge, encode, make_model
 
@@ -35,12 +39,16 @@ CASES = [  # (design, family, rule, protocol)
 ]
 
 
-def leaves_per_second(design, family, rule, protocol, images, budget=1296, channels_last=True):
+def _judge(design, family, rule):
     queries = 0 if design == "D1" else (1 if rule == "asym" or family == "consultancy" else 2)
     groups = {"consultancy": 1, "debate": 2, "control": 4}[family]
     torch.manual_seed(0)
-    judge = OnPolicyJudge(design, make_model(design, 1, groups, queries).eval(), family, rule,
-                          Grid(18, 6))  # fmt: skip
+    return OnPolicyJudge(design, make_model(design, 1, groups, queries).eval(), family, rule,
+                         Grid(18, 6))  # fmt: skip
+
+
+def leaves_per_second(design, family, rule, protocol, images, budget=1296, channels_last=True):
+    judge = _judge(design, family, rule)
     if not channels_last:  # the plain layout, as before: the ratio measures the change
         judge.model.to(memory_format=torch.contiguous_format)
         judge.inputs = lambda v, m: encode(v, m, judge.groups, judge.grid)
@@ -53,6 +61,25 @@ def leaves_per_second(design, family, rule, protocol, images, budget=1296, chann
         start = time.perf_counter()
         judge.claim_scores(values, codes)
     return len(values) / (time.perf_counter() - start)
+
+
+def exact_search_rates(design, family, rule, protocol, images):
+    """The exact search's leaf scoring (the factorised trunk on the family's whole universe):
+    seconds to build the index tables (once per process), leaves per second, and seconds per
+    image of the whole exact play (scoring, every ordered reveal's index, the solve)."""
+    judge = _judge(design, family, rule)
+    universe = family_universe(family, 36)
+    start = time.perf_counter()
+    judge.universe_scores(images[:1], universe)  # builds the tables
+    build = time.perf_counter() - start
+    start = time.perf_counter()
+    judge.universe_scores(images, universe)
+    rate = len(images) * len(universe) / (time.perf_counter() - start)
+    gen = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        start = time.perf_counter()
+        play(judge, images, protocol, rule, family == "control", gen, search="exact")
+    return build, rate, (time.perf_counter() - start) / len(images)
 
 
 def step_seconds(data, preset: str, steps: int) -> float:
@@ -70,6 +97,12 @@ def main():
     parser.add_argument("--images", type=int, default=8)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument(
+        "--exact-images",
+        type=int,
+        default=2,
+        help="images of the exact search's timing (its D3 sym case: ~35 s each)",
+    )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     data = load_variant("mnist", download=False)
@@ -79,13 +112,22 @@ def main():
         f"{'design':6} {'encoding':12} {'rule':7} {'protocol':12} {'leaves/s':>10} "
         f"{'contiguous':>10} {'ratio':>6}"
     )
+    naive = {}
     for case in CASES:
-        rate = leaves_per_second(*case, images)
+        rate = naive[case] = leaves_per_second(*case, images)
         plain = leaves_per_second(*case, images, channels_last=False)
         print(
             f"{case[0]:6} {case[1]:12} {case[2]:7} {case[3]:12} {rate:10.0f} {plain:10.0f} "
             f"{rate / plain:6.2f}"
         )
+    print(f"\nexact search (--search exact), {args.exact_images} images: the factorised trunk on "
+          "the whole universe against the batched forward above")  # fmt: skip
+    print(f"{'design':6} {'encoding':12} {'rule':7} {'protocol':12} {'tables s':>8} "
+          f"{'leaves/s':>10} {'x forward':>9} {'s/image':>8}")  # fmt: skip
+    for case in CASES:
+        build, rate, per_image = exact_search_rates(*case, images[: args.exact_images])
+        print(f"{case[0]:6} {case[1]:12} {case[2]:7} {case[3]:12} {build:8.1f} {rate:10.0f} "
+              f"{rate / naive[case]:9.1f} {per_image:8.2f}")  # fmt: skip
     for preset in PRESETS:
         per_step, _ = step_seconds(data, preset, args.steps)
         budget = PRESETS[preset]["budget"]

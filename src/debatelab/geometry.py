@@ -147,6 +147,119 @@ def unrank_masks(index: np.ndarray, n_cells: int, reveal: int) -> np.ndarray:
     return out
 
 
+@dataclass(frozen=True)
+class LabelledMasks:
+    """Every mask of ``reveal`` cells with every allowed labelling of its cells: the universe of
+    inputs a trained judge can see under one protocol family (the exact search scores all of
+    them at once).
+
+    A labelling gives each cell of the sorted mask a channel group label ``1..groups`` (0 is
+    hidden). Index ``mask_rank * len(labellings) + labelling_rank``: masks in combinations
+    order, labellings in the order given. Build one with :meth:`masks` (one group:
+    consultancy's and the frozen study's masks), :meth:`splits` (A's cells and B's cells of a
+    debate) or :meth:`permuted` (every assignment of distinct groups: the shuffled controls).
+    """
+
+    n_cells: int
+    labellings: tuple[tuple[int, ...], ...]
+
+    def __post_init__(self):
+        if not self.labellings or len({len(lab) for lab in self.labellings}) != 1:
+            raise ValueError("give one or more labellings, all of the mask's size")
+        if len(set(self.labellings)) != len(self.labellings):
+            raise ValueError("labellings must be distinct")
+        if self.reveal > self.n_cells or min(min(lab, default=1) for lab in self.labellings) < 1:
+            raise ValueError(f"labels are 1..groups on at most {self.n_cells} cells")
+
+    @classmethod
+    def masks(cls, n_cells: int, reveal: int) -> LabelledMasks:
+        return cls(n_cells, ((1,) * reveal,))
+
+    @classmethod
+    def splits(cls, n_cells: int, a_cells: int, b_cells: int) -> LabelledMasks:
+        """A's ``a_cells`` (label 1) and B's ``b_cells`` (label 2); labellings ordered by the
+        positions of A's cells among the sorted mask, in combinations order."""
+        r = a_cells + b_cells
+        labs = tuple(tuple(1 if j in pos else 2 for j in range(r))
+                     for pos in itertools.combinations(range(r), a_cells))  # fmt: skip
+        return cls(n_cells, labs)
+
+    @classmethod
+    def permuted(cls, n_cells: int, reveal: int) -> LabelledMasks:
+        """Distinct groups ``1..reveal`` on the sorted cells, in permutations order."""
+        perms = itertools.permutations(range(1, reveal + 1))
+        return cls(n_cells, tuple(tuple(p) for p in perms))
+
+    @property
+    def reveal(self) -> int:
+        return len(self.labellings[0])
+
+    @property
+    def groups(self) -> int:
+        return max(max(lab, default=1) for lab in self.labellings)
+
+    def __len__(self) -> int:
+        return comb(self.n_cells, self.reveal) * len(self.labellings)
+
+    def labels(self) -> np.ndarray:
+        """``(len(self), n_cells)`` uint8: each input's label per cell (0 hidden)."""
+        return _labels_of(self)
+
+    def _lookup(self) -> np.ndarray:
+        base = self.groups + 1
+        table = np.full(base**self.reveal, -1, dtype=np.int64)
+        weights = base ** np.arange(self.reveal)
+        for i, lab in enumerate(self.labellings):
+            table[int(np.dot(lab, weights))] = i
+        return table
+
+    def rank(self, cells, groups) -> np.ndarray:
+        """Index of each play: ``cells (..., reveal)`` distinct, in any order, and their channel
+        ``groups (..., reveal)`` (0-based, as the judges' codes minus one)."""
+        cells = np.asarray(cells, dtype=np.int64)
+        groups = np.asarray(groups, dtype=np.int64)
+        if cells.shape != groups.shape or cells.shape[-1:] != (self.reveal,):
+            raise ValueError(f"cells and groups must both be (..., {self.reveal})")
+        n = int(np.prod(cells.shape[:-1]))
+        order = np.argsort(cells, axis=-1, kind="stable")
+        sorted_cells = np.take_along_axis(cells, order, -1).reshape(n, self.reveal)
+        labels = np.take_along_axis(groups, order, -1).reshape(n, self.reveal) + 1
+        base = self.groups + 1
+        if labels.size and (labels.min() < 1 or labels.max() >= base):
+            raise ValueError(f"groups must lie in 0..{self.groups - 1}")
+        lab = _lookup_of(self)[labels @ base ** np.arange(self.reveal)]
+        if np.any(lab < 0):
+            raise ValueError("a play's groups are not one of this universe's labellings")
+        index = rank_masks(sorted_cells, self.n_cells) * len(self.labellings) + lab
+        return index.reshape(cells.shape[:-1])
+
+    def unrank(self, index) -> tuple[np.ndarray, np.ndarray]:
+        """Sorted cells ``(..., reveal)`` and their 0-based groups of each index."""
+        index = np.asarray(index, dtype=np.int64)
+        mask, lab = np.divmod(index.reshape(-1), len(self.labellings))
+        cells = unrank_masks(mask, self.n_cells, self.reveal)
+        groups = np.asarray(self.labellings, dtype=np.int64)[lab] - 1
+        shape = index.shape + (self.reveal,)
+        return cells.reshape(shape), groups.reshape(shape)
+
+
+@lru_cache(maxsize=8)
+def _labels_of(universe: LabelledMasks) -> np.ndarray:
+    masks = all_masks(universe.n_cells, universe.reveal).astype(np.int64)
+    labs = np.asarray(universe.labellings, dtype=np.uint8)  # (n_lab, r)
+    n_lab = len(labs)
+    out = np.zeros((len(masks) * n_lab, universe.n_cells), dtype=np.uint8)
+    rows = np.arange(len(out))[:, None]
+    out[rows, np.repeat(masks, n_lab, axis=0)] = np.tile(labs, (len(masks), 1))
+    out.flags.writeable = False
+    return out
+
+
+@lru_cache(maxsize=8)
+def _lookup_of(universe: LabelledMasks) -> np.ndarray:
+    return universe._lookup()
+
+
 # The 2018 sparse-pixel game plays on MNIST's 28x28 pixels; a pixel is indexed row * SIDE + col.
 SIDE = 28
 N_PIXELS = SIDE * SIDE

@@ -65,6 +65,11 @@ class ClaimJudge(Judge, Protocol):
 
     def claim_scores(self, values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor: ...
 
+    def universe_scores(self, values: torch.Tensor, universe) -> torch.Tensor:
+        """``claim_scores`` of every play of a :class:`debatelab.geometry.LabelledMasks`
+        universe on each image, ``(B, len(universe), ...)`` (the exact search's leaves)."""
+        ...
+
 
 @runtime_checkable
 class ChatModel(Protocol):

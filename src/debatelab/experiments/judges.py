@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ..data import VARIANTS, load_variant
-from ..games.sampled_play import evaluate_trained_judge
+from ..games.sampled_play import SEARCHES, evaluate_trained_judge
 from ..judges.onpolicy import DESIGNS, OnPolicyConfig, load_published_judge, parse_published_name
 from ..reference import TRAINED_JUDGES, TRAINED_SWEEP
 from ..report.runs import RunFolder
@@ -63,6 +63,11 @@ class ScheduleConfig:
     capability: int | None = None
     """Debaters as top-k quantilisers at every turn of the sampled tree (default: exact play,
     as published)."""
+    search: str = field(default="sampled", metadata={"choices": SEARCHES})
+    """sampled: the published candidate trees (--budget leaves per image); exact: every
+    candidate (58,905 masks; 353,430 pair splits; 1,413,720 ordered reveals), scored by the
+    factorised trunk, so the debaters are truly optimal against the judge (about 0.1-3 s of
+    one core per image and step for D1; meant for a GPU or small runs)."""
     device: str = field(
         default="auto", compare=False, metadata={"choices": ("auto", "cpu", "cuda")}
     )
@@ -76,7 +81,8 @@ class ScheduleConfig:
                 chosen[name] = getattr(self, name)
         return OnPolicyConfig(design=self.design, variant=self.variant, protocol=protocol,
                               rule=rule, control=control, seed=seed,
-                              capability=self.capability, **chosen)  # fmt: skip
+                              capability=self.capability, search=self.search,
+                              **chosen)  # fmt: skip
 
 
 @dataclass
@@ -255,6 +261,9 @@ class EvalJudgeConfig:
     """Images per search batch."""
     capability: int | None = None
     """Debaters as top-k quantilisers (default: exact play)."""
+    search: str = field(default="sampled", metadata={"choices": SEARCHES})
+    """sampled: fresh candidate trees of --budget leaves (published); exact: every candidate,
+    scored by the factorised trunk."""
     device: str = field(
         default="auto", compare=False, metadata={"choices": ("auto", "cpu", "cuda")}
     )
@@ -298,7 +307,8 @@ def run_eval(config: EvalJudgeConfig, folder: RunFolder) -> dict:
     m = evaluate_trained_judge(judge, data.x_test[sl].to(device), data.y_test[sl],
                                protocol=protocol, rule=rule, control=control,
                                budget=config.budget, seed=config.seed, batch=config.batch,
-                               progress=folder.progress, capability=config.capability)  # fmt: skip
+                               progress=folder.progress, capability=config.capability,
+                               search=config.search)  # fmt: skip
     pub = TRAINED_JUDGES.get((design, variant), {}).get((protocol, rule, control), {})
     ours = {"judge": m.get("judge_accuracy"), "selection": m["selection_accuracy"],
             "belief": m.get("belief")}  # fmt: skip

@@ -61,7 +61,7 @@ def train_onpolicy(config: OnPolicyConfig, data: ImageData, resume_path=None,
         model.train(config.design == "D1")  # §1: D1 searches with dropout on
         xb, yb = x[idx.to(device)], y[idx.to(device)]
         realised = play(judge, xb, config.protocol, config.rule, config.control, gen,
-                        config.budget, autocast, config.capability)  # fmt: skip
+                        config.budget, autocast, config.capability, config.search)  # fmt: skip
         model.train()
         logits = judge.logits(xb, realised.codes, realised.queries)
         if config.design == "D2":
@@ -76,7 +76,8 @@ def train_onpolicy(config: OnPolicyConfig, data: ImageData, resume_path=None,
                                    rule=config.rule, control=config.control,
                                    budget=config.budget, seed=1_000_003 * config.seed + epoch,
                                    batch=config.eval_batch,
-                                   capability=config.capability)  # fmt: skip
+                                   capability=config.capability,
+                                   search=config.search)  # fmt: skip
         out = {
             "selection": m["selection_accuracy"],
             "n_eval_images": m["n_images"],

@@ -23,10 +23,15 @@ judge runs.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
+from functools import lru_cache
 from math import isqrt, prod
 
+import numpy as np
 import torch
+
+from ..geometry import all_masks
 
 #: Cells per turn of each protocol.
 PROTOCOL_MOVES = {"consultancy": (4,), "debate2": (2, 2), "debate4": (1, 1, 1, 1)}
@@ -93,6 +98,39 @@ def sample_tree(protocol: str, n_images: int, generator: torch.Generator, n_cell
         new = keys.topk(m, dim=-1, largest=False).indices
         paths = torch.cat([used.expand(shape + (used.shape[-1],)), new], dim=-1)
     return CandidateTree(paths.reshape(n_images, prod(branching), sum(moves)), branching, moves)
+
+
+def exact_tree(protocol: str, n_images: int, n_cells: int = 36, device="cpu") -> CandidateTree:
+    """The tree that holds every candidate once (``--search exact``): every mask of 4 cells
+    (consultancy), every A-pair and every B-pair of the remaining cells (2-turn), every ordered
+    reveal a1, b1, a2, b2 (4-turn); candidates in combinations (permutations) order, so the
+    first-index tie rule prefers the lowest cells. The same for every image (``expand``ed)."""
+    moves = check_protocol(protocol)
+    if sum(moves) > n_cells:
+        raise ValueError(f"{protocol} reveals {sum(moves)} cells; the grid has {n_cells}")
+    paths, branching = _exact_paths(moves, n_cells)
+    paths = torch.from_numpy(paths).to(device)
+    return CandidateTree(paths.expand(n_images, *paths.shape), branching, moves)
+
+
+@lru_cache(maxsize=8)
+def _exact_paths(moves: tuple[int, ...], n_cells: int) -> tuple[np.ndarray, tuple[int, ...]]:
+    if len(moves) == 1:
+        masks = all_masks(n_cells, moves[0]).astype(np.int64)
+        return masks, (len(masks),)
+    if len(moves) == 2:
+        a_pairs = all_masks(n_cells, moves[0]).astype(np.int64)
+        left = np.array([[c for c in range(n_cells) if c not in pair] for pair in a_pairs])
+        b_pairs = left[:, all_masks(n_cells - moves[0], moves[1]).astype(np.int64)]  # (A, B, m)
+        a_part = np.broadcast_to(a_pairs[:, None], b_pairs.shape[:2] + (moves[0],))
+        paths = np.concatenate([a_part, b_pairs], axis=-1)
+        return paths.reshape(-1, sum(moves)), paths.shape[:2]
+    if set(moves) != {1}:
+        raise ValueError(f"no exact tree for moves {moves}")
+    turns = len(moves)
+    paths = np.fromiter(itertools.chain.from_iterable(
+        itertools.permutations(range(n_cells), turns)), dtype=np.int64).reshape(-1, turns)  # fmt: skip
+    return paths, tuple(n_cells - t for t in range(turns))
 
 
 def control_groups(n_images: int, n_leaves: int, n_slots: int,

@@ -12,14 +12,19 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import torch
 
+from ..geometry import LabelledMasks
 from ..interfaces import ClaimJudge
 from ..policies import TopK
 from ..progress import progress as progress_bar
 from .sampled import (
+    PROTOCOL_MOVES,
+    CandidateTree,
+    exact_tree,
     group_codes,
     rule_leaves,
     sample_tree,
@@ -28,7 +33,8 @@ from .sampled import (
     solve_tree_policy,
 )
 
-SEARCHES = ("sampled",)
+SEARCHES = ("sampled", "exact")
+PROTOCOL_OF_MOVES = {moves: name for name, moves in PROTOCOL_MOVES.items()}
 
 
 @dataclass(frozen=True)
@@ -66,25 +72,85 @@ def check_judge(judge: ClaimJudge, protocol: str, rule: str, control: bool) -> N
                          f"{protocol} under {rule} needs {want}")  # fmt: skip
 
 
-def play(judge: ClaimJudge, images: torch.Tensor, protocol: str, rule: str, control: bool,
-         generator: torch.Generator, budget: int = 1296, autocast: bool = False,
-         capability: int | None = None) -> Play:  # fmt: skip
-    """Sample, score (no grad, in the judge's current train/eval mode), solve and realise.
+def family_universe(family: str, n_cells: int) -> LabelledMasks:
+    """Every input a judge of this protocol family can see: the masks of 4 cells
+    (consultancy), their splits into A's 2 and B's 2 (debate, both 2 and 4 turns: the judge
+    reads A's and B's cells, not the order), or every assignment of the 4 cells to 4 groups
+    (control)."""
+    if family == "consultancy":
+        return LabelledMasks.masks(n_cells, 4)
+    if family == "debate":
+        return LabelledMasks.splits(n_cells, 2, 2)
+    if family == "control":
+        return LabelledMasks.permuted(n_cells, 4)
+    raise ValueError(f"unknown protocol family {family!r}")
 
-    ``capability`` k makes both debaters top-k quantilisers at every turn of the sampled tree
-    (the rank policies of the frozen sweep; the play is drawn from their weights); None (the
-    published anchor) is exact play with ties to the first index."""
-    b, n_cells = len(images), judge.n_cells
-    tree = sample_tree(protocol, b, generator, n_cells, budget, generator.device)
-    groups = slot_groups(tree, control, generator)  # drawn where the generator lives
-    codes = group_codes(tree.paths, groups, n_cells).to(images.device)  # (B, L, n_cells)
-    n_leaves = tree.n_leaves
+
+@lru_cache(maxsize=4)
+def _shared_index(moves: tuple[int, ...], family: str, n_cells: int) -> torch.Tensor:
+    """Universe index of every leaf of the exact tree when the groups are the players'."""
+    tree = exact_tree(PROTOCOL_OF_MOVES[moves], 1, n_cells)
+    groups = slot_groups(tree, control=False)
+    index = family_universe(family, n_cells).rank(tree.paths[0].numpy(), groups[0].numpy())
+    return torch.from_numpy(index)
+
+
+def tree_scores(judge: ClaimJudge, images: torch.Tensor, tree: CandidateTree,
+                groups: torch.Tensor, search: str = "sampled",
+                autocast: bool = False) -> torch.Tensor:  # fmt: skip
+    """The judge's claim scores of every leaf ``(B, L, ...)`` (no grad, in the judge's current
+    train/eval mode). ``sampled``: one batched forward on each leaf's masked image. ``exact``:
+    the judge's scores on its family's whole universe (the factorised trunk), gathered at each
+    leaf's index; equal to the batched forward up to float rounding."""
+    if search not in SEARCHES:
+        raise ValueError(f"unknown search {search!r}; available: {', '.join(SEARCHES)}")
+    b, n_leaves = tree.paths.shape[:2]
+    if search == "exact":
+        universe = family_universe(judge.family, judge.n_cells)
+        if judge.family == "control":
+            index = universe.rank(tree.paths.cpu().numpy(), groups.cpu().numpy())
+            index = torch.from_numpy(index)
+        else:
+            index = _shared_index(tree.moves, judge.family, judge.n_cells).expand(b, n_leaves)
+        with torch.no_grad():
+            every = judge.universe_scores(images, universe).float()  # (B, U, ...)
+        rows = torch.arange(b, device=every.device)[:, None]
+        return every[rows, index.to(every.device)]
+    codes = group_codes(tree.paths, groups, judge.n_cells).to(images.device)  # (B, L, n_cells)
     values = images[:, None].expand((b, n_leaves) + images.shape[1:]).flatten(0, 1)
     cast = (torch.autocast(images.device.type, dtype=torch.float16) if autocast
             else nullcontext())  # fmt: skip
     with torch.no_grad(), cast:
         scores = judge.claim_scores(values, codes.flatten(0, 1)).float()
-    scores = scores.reshape((b, n_leaves) + scores.shape[1:])
+    return scores.reshape((b, n_leaves) + scores.shape[1:])
+
+
+def play(judge: ClaimJudge, images: torch.Tensor, protocol: str, rule: str, control: bool,
+         generator: torch.Generator, budget: int = 1296, autocast: bool = False,
+         capability: int | None = None, search: str = "sampled") -> Play:  # fmt: skip
+    """Build the tree, score (no grad, in the judge's current train/eval mode), solve and
+    realise.
+
+    ``search``: ``sampled`` (the published anchor: a fresh candidate tree of ``budget`` leaves
+    per image) or ``exact`` (every candidate: :func:`.sampled.exact_tree`, scored by the
+    factorised trunk, image by image). ``capability`` k makes both debaters top-k
+    quantilisers at every turn (the rank policies of the frozen sweep; the play is drawn from
+    their weights); None (the published anchor) is exact play with ties to the first index."""
+    if search not in SEARCHES:
+        raise ValueError(f"unknown search {search!r}; available: {', '.join(SEARCHES)}")
+    b, n_cells = len(images), judge.n_cells
+    if search == "exact" and b > 1:  # a universe of scores per image: one at a time
+        parts = [play(judge, images[i : i + 1], protocol, rule, control, generator, budget,
+                      autocast, capability, search) for i in range(b)]  # fmt: skip
+        return Play(*(None if getattr(parts[0], f) is None
+                      else torch.cat([getattr(q, f) for q in parts])
+                      for f in ("codes", "claim", "b_claim", "queries", "value")))  # fmt: skip
+    if search == "exact":
+        tree = exact_tree(protocol, b, n_cells, generator.device)
+    else:
+        tree = sample_tree(protocol, b, generator, n_cells, budget, generator.device)
+    groups = slot_groups(tree, control, generator)  # drawn where the generator lives
+    scores = tree_scores(judge, images, tree, groups, search, autocast)
     leaves = rule_leaves(scores, rule, judge.conditioned, protocol == "consultancy")
     if capability is None:
         solved = solve_tree(leaves, tree.branching, rule, judge.n_classes)
@@ -101,7 +167,10 @@ def play(judge: ClaimJudge, images: torch.Tensor, protocol: str, rule: str, cont
     if judge.conditioned:
         queries = (solved.claim[:, None] if judge.n_queries == 1
                    else torch.stack([solved.claim, b_claim], dim=1))  # fmt: skip
-    return Play(codes[rows, solved.leaf], solved.claim, b_claim, queries, solved.value)
+    leaf = solved.leaf.to(tree.paths.device)
+    at = torch.arange(b, device=tree.paths.device)
+    codes = group_codes(tree.paths[at, leaf], groups[at, leaf], n_cells).to(images.device)
+    return Play(codes, solved.claim, b_claim, queries, solved.value)
 
 
 def evaluate_trained_judge(judge: ClaimJudge, images: torch.Tensor, labels, *,
@@ -131,7 +200,17 @@ def evaluate_trained_judge(judge: ClaimJudge, images: torch.Tensor, labels, *,
     bar = progress_bar(total=len(images), enabled=progress, desc="evaluate", unit="img")
     for i in range(0, len(images), batch):
         x, y = images[i : i + batch], labels[i : i + batch].to(images.device)
-        p = play(judge, x, protocol, rule, control, generator, budget, capability=capability)
+        p = play(
+            judge,
+            x,
+            protocol,
+            rule,
+            control,
+            generator,
+            budget,
+            capability=capability,
+            search=search,
+        )
         with torch.no_grad():
             logits = judge.logits(x, p.codes, p.queries).float()
         sums["selection"] += (p.claim == y).sum().item()

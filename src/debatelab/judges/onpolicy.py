@@ -31,8 +31,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..data import check_variant, data_revision
-from ..geometry import Grid
+from ..geometry import Grid, LabelledMasks
 from ..resume import settings_key
+from .allmask import factorised_outputs
 from .cnn import JudgeCNN, default_widths
 
 DESIGNS = ("D1", "D3", "D2")
@@ -61,11 +62,14 @@ class ClaimJudgeCNN(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.fc2 = nn.Linear(hidden, n_out)
 
+    def trunk(self, x: torch.Tensor) -> torch.Tensor:
+        """The conv trunk: ``(B, C, S, S)`` to ``(B, c2, S//4, S//4)``."""
+        x = self.pool(torch.relu(self.conv1(x)))
+        return self.pool(torch.relu(self.conv2(x)))
+
     def features(self, x: torch.Tensor) -> torch.Tensor:
         """``(B, C, S, S)`` to the projected features ``(B, projection)``."""
-        x = self.pool(torch.relu(self.conv1(x)))
-        x = self.pool(torch.relu(self.conv2(x)))
-        return torch.relu(self.project(x.flatten(1)))
+        return torch.relu(self.project(self.trunk(x).flatten(1)))
 
     def head(self, features: torch.Tensor, queries: torch.Tensor) -> torch.Tensor:
         """Logits ``(..., n_out)`` of features ``(..., P)`` and class queries ``(..., n_queries)``
@@ -194,30 +198,57 @@ class OnPolicyJudge:
         self.evaluations += len(values)
         return torch.cat(out)
 
+    @property
+    def first_linear(self) -> nn.Linear:
+        """The layer that reads the conv trunk (D1: fc1; D3 / D2: the projection)."""
+        return self.model.project if self.conditioned else self.model.fc1
+
+    def _trunk(self, x: torch.Tensor) -> torch.Tensor:
+        return self.model.trunk(x) if self.conditioned else self.model.features(x)
+
+    def scores_from_hidden(self, h: torch.Tensor) -> torch.Tensor:
+        """Claim scores (as :meth:`claim_scores`) from the first linear layer's pre-activation
+        ``h (n, H)``: the network after its conv trunk."""
+        if not self.conditioned:
+            logits = self.model.fc2(self.model.dropout(torch.relu(h)))
+            return torch.softmax(logits.float(), dim=-1)
+        logits = self.model.all_queries(torch.relu(h)).float()
+        if self.design == "D2":
+            return torch.sigmoid(logits[..., 0])
+        p = torch.softmax(logits, dim=-1)  # (n, K_A[, K_B], K): pick the class d_A
+        eye = torch.eye(self.n_classes, dtype=torch.bool, device=p.device)
+        if p.ndim == 3:
+            return p[:, eye]
+        return p.transpose(1, 2)[:, :, eye].transpose(1, 2)
+
+    def _chunk(self) -> int:
+        return self.max_batch if self.n_queries < 2 else max(1, self.max_batch // 16)
+
     def claim_scores(self, values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Scores of every claim column for each play, the search's leaf scores: D1 the class
         probabilities ``(B, K)``; D3 ``p(d_A | play, d_A[, d_B])`` and D2 ``sigmoid`` of its
         logit, ``(B, K)`` or ``(B, K, K)`` over (d_A, d_B)."""
         out = []
-        step = self.max_batch if self.n_queries < 2 else max(1, self.max_batch // 16)
-        for i in range(0, len(values), step):  # two queries: K x K head rows per play
+        step = self._chunk()  # two queries: K x K head rows per play
+        for i in range(0, len(values), step):
             x = self.inputs(values[i : i + step], mask[i : i + step])
-            if not self.conditioned:
-                out.append(torch.softmax(self.model(x).float(), dim=-1))
-                continue
-            logits = self.model.all_queries(self.model.features(x)).float()
-            if self.design == "D2":
-                out.append(torch.sigmoid(logits[..., 0]))
-                continue
-            p = torch.softmax(logits, dim=-1)  # (B, K_A[, K_B], K): pick the class d_A
-            k = self.n_classes
-            eye = torch.eye(k, dtype=torch.bool, device=p.device)
-            if p.ndim == 3:
-                out.append(p[:, eye])
-            else:
-                out.append(p.transpose(1, 2)[:, :, eye].transpose(1, 2))
+            h = self.first_linear(self._trunk(x).flatten(1))
+            out.append(self.scores_from_hidden(h))
         self.evaluations += len(values)
         return torch.cat(out)
+
+    def universe_scores(self, values: torch.Tensor, universe: LabelledMasks) -> torch.Tensor:
+        """:meth:`claim_scores` of every play of ``universe`` on each image, ``(B, len(universe),
+        K[, K])``, by the factorised trunk (:func:`.allmask.factorised_outputs`): the exact
+        search's leaves. Universe labels are channel groups + 1, as the masks' codes."""
+        if universe.groups != self.groups or universe.n_cells != self.n_cells:
+            raise ValueError(f"plays in {universe.groups} group(s) on {universe.n_cells} cells "
+                             f"do not fit a {self.family} judge ({self.groups} group(s), "
+                             f"{self.n_cells} cells)")  # fmt: skip
+        out = factorised_outputs(self.model, self.first_linear, values, universe,
+                                 self.scores_from_hidden, self.grid.grid, self._chunk())  # fmt: skip
+        self.evaluations += len(values) * len(universe)
+        return out
 
 
 def published_seed(design: str, protocol: str, rule: str, control: bool) -> int:
@@ -268,6 +299,9 @@ class OnPolicyConfig:
     play, the published anchor)."""
     autocast: bool = True
     """Score the search's leaves in float16 autocast on CUDA, as published (never on CPU)."""
+    search: str = "sampled"
+    """sampled: the published candidate trees of ``budget`` leaves; exact: every candidate
+    (every mask, every pair split, every ordered reveal), scored by the factorised trunk."""
 
     def __post_init__(self):
         if self.design not in DESIGNS:
@@ -286,6 +320,8 @@ class OnPolicyConfig:
             self.seed = published_seed(self.design, self.protocol, self.rule, self.control)
         if self.capability is not None and self.capability < 1:
             raise ValueError(f"capability is a top-k quantiliser's k >= 1, got {self.capability}")
+        if self.search not in ("sampled", "exact"):
+            raise ValueError(f"unknown search {self.search!r}; choose sampled or exact")
         if self.epochs < 1 or self.batch_size < 1 or self.eval_batch < 1:
             raise ValueError("epochs, batch_size and eval_batch must be >= 1")
 
@@ -302,6 +338,8 @@ class OnPolicyConfig:
         settings = {**self.__dict__, "data_revision": revision}
         if self.capability is None:  # keys of exact-play judges predate the option
             del settings["capability"]
+        if self.search == "sampled":  # likewise the sampled search
+            del settings["search"]
         return settings_key(f"{self.variant}-{self.design}-{self.name}-s{self.seed}", settings)
 
 
