@@ -11,6 +11,21 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "datasets"
 
 
+def cpu_share() -> int:
+    """This process's share of the CPUs: all of them, or an equal part per pytest-xdist worker
+    (``-n 2`` on a 2-core machine: one each)."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    return max(1, (os.cpu_count() or 1) // workers)
+
+
+def pytest_configure(config):
+    # Under pytest-xdist, each worker (and every process it starts: OMP_NUM_THREADS is read by
+    # torch at import) uses only its share of the cores; oversubscribed threads run many times
+    # slower than one.
+    if "PYTEST_XDIST_WORKER" in os.environ:
+        os.environ["OMP_NUM_THREADS"] = str(cpu_share())
+
+
 @pytest.fixture(scope="session")
 def data_root() -> Path:
     """$DEBATELAB_DATA, else the project's offline copy beside the repo, else the default data
@@ -38,6 +53,18 @@ def one_torch_thread():
 
     old = torch.get_num_threads()
     torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
+@pytest.fixture
+def torch_threads():
+    """Minutes of real training or search: every core this process may use (its share under
+    pytest-xdist)."""
+    import torch
+
+    old = torch.get_num_threads()
+    torch.set_num_threads(cpu_share())
     yield
     torch.set_num_threads(old)
 

@@ -28,8 +28,12 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 @pytest.mark.parametrize(
     "universe",
-    [LabelledMasks.masks(7, 3), LabelledMasks.splits(7, 2, 2), LabelledMasks.permuted(6, 3),
-     LabelledMasks.masks(5, 0)],  # fmt: skip
+    [
+        LabelledMasks.masks(7, 3),
+        LabelledMasks.splits(7, 2, 2),
+        LabelledMasks.permuted(6, 3),
+        LabelledMasks.masks(5, 0),
+    ],  # fmt: skip
 )
 def test_labelled_masks_index_both_ways(universe):
     n = len(universe)
@@ -202,9 +206,15 @@ def _brute_force(judge, image, protocol, rule):
 
 @pytest.mark.parametrize(
     "design,protocol,rule",
-    [("D1", "consultancy", "asym"), ("D1", "debate2", "asym"), ("D1", "debate2", "sym"),
-     ("D1", "debate4", "last_b"), ("D3", "debate2", "last_b"), ("D3", "debate4", "sym"),
-     ("D2", "debate4", "asym")],  # fmt: skip
+    [
+        ("D1", "consultancy", "asym"),
+        ("D1", "debate2", "asym"),
+        ("D1", "debate2", "sym"),
+        ("D1", "debate4", "last_b"),
+        ("D3", "debate2", "last_b"),
+        ("D3", "debate4", "sym"),
+        ("D2", "debate4", "asym"),
+    ],  # fmt: skip
 )
 def test_exact_play_equals_a_walk_over_the_legal_moves(design, protocol, rule):
     family = "consultancy" if protocol == "consultancy" else "debate"

@@ -42,17 +42,21 @@ def test_encode_puts_each_group_on_its_own_cells():
 
 
 @pytest.mark.parametrize("queries,n_out", [(1, 10), (2, 10), (1, 1), (2, 1)])
-def test_all_queries_equals_one_forward_per_query(queries, n_out):
+def test_query_scores_equal_one_forward_per_query(queries, n_out):
+    """Every (d_A[, d_B]) at once equals the head's forward on that query: D3 its softmax at
+    d_A, D2 the sigmoid of its one logit."""
     torch.manual_seed(0)
     model = ClaimJudgeCNN(2, queries, n_out).eval()
     x = torch.randn(5, 2, 18, 18)
-    allq = model.all_queries(model.features(x))
+    allq = model.query_scores(model.features(x))
+    assert allq.shape == (5, 10) + ((10,) if queries == 2 else ())
     for d_a in range(10):
         for d_b in range(10) if queries == 2 else [None]:
             q = torch.tensor([[d_a] if d_b is None else [d_a, d_b]] * 5)
             one = model(x, q)
+            one = torch.sigmoid(one[:, 0]) if n_out == 1 else torch.softmax(one, -1)[:, d_a]
             got = allq[:, d_a] if d_b is None else allq[:, d_a, d_b]
-            assert torch.allclose(got, one, atol=1e-5)
+            assert torch.allclose(got, one, atol=1e-6)
 
 
 @pytest.mark.parametrize("design,rule", [("D1", "sym"), ("D3", "asym"), ("D3", "last_b"),

@@ -46,10 +46,23 @@ def test_published_seeds():
     ("D2", "consultancy", "asym", False, None), ("D3", "debate2", "last_b", False, 3)])  # fmt: skip
 def test_an_interrupted_run_resumes_to_the_same_numbers(mnist, tmp_path, monkeypatch,
                                                         design, protocol, rule, control,
-                                                        capability):  # fmt: skip
-    torch.set_num_threads(1)
+                                                        capability, one_torch_thread):  # fmt: skip
     config = OnPolicyConfig(design=design, protocol=protocol, rule=rule, control=control,
                             capability=capability, **TINY)  # fmt: skip
+    _kill_and_resume(config, mnist, tmp_path, monkeypatch, kill_at=8 + 4)
+
+
+def test_training_against_the_exact_search_resumes_to_the_same_numbers(
+        mnist, tmp_path, monkeypatch, one_torch_thread):  # fmt: skip
+    """D1 consultancy against every one of the 58,905 masks, searched in train mode (dropout
+    on, §1): killed mid-epoch 2, resumed, the same numbers."""
+    config = OnPolicyConfig(design="D1", protocol="consultancy", search="exact", epochs=2,
+                            train_limit=32, batch_size=16, eval_images="0:10000:2000")  # fmt: skip
+    whole = _kill_and_resume(config, mnist, tmp_path, monkeypatch, kill_at=2 + 1)
+    assert whole.history[-1]["n_eval_images"] == 5
+
+
+def _kill_and_resume(config, mnist, tmp_path, monkeypatch, kill_at):
     whole = train_onpolicy(config, mnist, tmp_path / "a.pt", progress=False)
 
     calls = {"n": 0}
@@ -57,7 +70,7 @@ def test_an_interrupted_run_resumes_to_the_same_numbers(mnist, tmp_path, monkeyp
 
     def dying_play(*args, **kwargs):  # the training steps' search, killed mid-epoch 2
         calls["n"] += 1
-        if calls["n"] == 8 + 4:  # 512 / 64 = 8 steps per epoch
+        if calls["n"] == kill_at:  # e.g. 512 / 64 = 8 steps per epoch, then 4 more
             raise KeyboardInterrupt
         return real_play(*args, **kwargs)
 
@@ -71,12 +84,12 @@ def test_an_interrupted_run_resumes_to_the_same_numbers(mnist, tmp_path, monkeyp
     assert _timeless(resumed.history) == _timeless(whole.history)
     for key, value in whole.model.state_dict().items():
         assert torch.equal(value, resumed.model.state_dict()[key]), key
+    return whole
 
 
-def test_a_debate_judge_learns_and_is_cached(mnist, tmp_path):
+def test_a_debate_judge_learns_and_is_cached(mnist, tmp_path, torch_threads):
     """Two epochs on 3,000 images with 16 leaves per image already lift it well above chance
     (10 %; measured 32 % judge accuracy)."""
-    torch.set_num_threads(2)
     config = OnPolicyConfig(design="D1", protocol="debate2", rule="asym",
                             **{**TINY, "train_limit": 3000, "eval_images": "0:10000:50"})  # fmt: skip
     judge = get_onpolicy_judge(config, mnist, tmp_path, progress=False)

@@ -49,8 +49,7 @@ def datasets(data_root):
 @pytest.mark.slow
 @pytest.mark.skipif(not PUBLISHED.exists(), reason="the published judges are not on this machine")
 @pytest.mark.parametrize("case", CASES)
-def test_published_judge_reproduces_its_final_numbers(case, datasets):
-    torch.set_num_threads(2)
+def test_published_judge_reproduces_its_final_numbers(case, datasets, torch_threads):
     name = parse_published_name(case)
     judge = load_published_judge(PUBLISHED / case)
     data = datasets(name.dataset)
@@ -69,14 +68,13 @@ def test_published_judge_reproduces_its_final_numbers(case, datasets):
 
 @pytest.mark.slow
 @pytest.mark.skipif(not PUBLISHED.exists(), reason="the published judges are not on this machine")
-def test_collapsed_d2_judges_claim_one_class(datasets):
+def test_collapsed_d2_judges_claim_one_class(datasets, torch_threads):
     """D2's collapse (REFERENCE B: 10 of 13 judges at 9.8-10.3 % selection accuracy) is a
     judge whose best claim is the same class on every image: the 2-turn last_b judge claims 7
     and the consultancy judge 3, so their selection accuracies are those classes' shares of
     the MNIST test set, 1,028 / 10,000 and 1,010 / 10,000, the published 10.28 and 10.10."""
     from debatelab.games.sampled_play import play
 
-    torch.set_num_threads(2)
     data = datasets("mnist")
     x = data.x_test[0 : 10000 : 10000 // N_IMAGES]
     counts = torch.bincount(data.y_test, minlength=10)
