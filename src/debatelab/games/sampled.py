@@ -18,7 +18,7 @@ index*: the claim is the first argmax of the root values over claim columns, and
 play descends by first argmax (A) / first argmin (B). (The game core's reducer splits tied mass
 instead; it gives the same node values, tested in tests/test_sampled.py, but a trained judge
 needs one realised play per image.) Everything is batched torch so that it runs where the
-judge runs.
+judge runs. :func:`exact_tree` is the tree that holds every candidate once, for the exact search.
 """
 
 from __future__ import annotations

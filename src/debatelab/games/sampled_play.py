@@ -1,9 +1,11 @@
 """One step of the on-policy loop and the per-epoch evaluation (TRAINED-JUDGES.md §1), for any
 judge of the :class:`debatelab.interfaces.ClaimJudge` protocol.
 
-:func:`play` samples each image's candidate tree, scores every leaf with the judge (no grad),
-solves it exactly (ties to the first index) and returns the realised play: the cells with their
-channel groups, A's claim and B's class, ready for the judge's one forward on it.
+:func:`play` samples each image's candidate tree (or, with ``search="exact"``, takes the tree of
+every candidate), scores every leaf with the judge (no grad; the exact tree through the judge's
+factorised scores of its whole universe of plays), solves it exactly (ties to the first index)
+and returns the realised play: the cells with their channel groups, A's claim and B's class,
+ready for the judge's one forward on it.
 :func:`evaluate_trained_judge` runs it over a test set and returns selection accuracy, judge
 accuracy and belief.
 """
