@@ -205,14 +205,6 @@ class LabelledMasks:
         """``(len(self), n_cells)`` uint8: each input's label per cell (0 hidden)."""
         return _labels_of(self)
 
-    def _lookup(self) -> np.ndarray:
-        base = self.groups + 1
-        table = np.full(base**self.reveal, -1, dtype=np.int64)
-        weights = base ** np.arange(self.reveal)
-        for i, lab in enumerate(self.labellings):
-            table[int(np.dot(lab, weights))] = i
-        return table
-
     def rank(self, cells, groups) -> np.ndarray:
         """Index of each play: ``cells (..., reveal)`` distinct, in any order, and their channel
         ``groups (..., reveal)`` (0-based, as the judges' codes minus one)."""
@@ -257,7 +249,13 @@ def _labels_of(universe: LabelledMasks) -> np.ndarray:
 
 @lru_cache(maxsize=8)
 def _lookup_of(universe: LabelledMasks) -> np.ndarray:
-    return universe._lookup()
+    """Labelling index of each labelling written as a base-(groups + 1) number (-1: none)."""
+    base = universe.groups + 1
+    table = np.full(base**universe.reveal, -1, dtype=np.int64)
+    weights = base ** np.arange(universe.reveal)
+    for i, lab in enumerate(universe.labellings):
+        table[int(np.dot(lab, weights))] = i
+    return table
 
 
 # The 2018 sparse-pixel game plays on MNIST's 28x28 pixels; a pixel is indexed row * SIDE + col.

@@ -137,9 +137,8 @@ def play(judge: ClaimJudge, images: torch.Tensor, protocol: str, rule: str, cont
     per image) or ``exact`` (every candidate: :func:`.sampled.exact_tree`, scored by the
     factorised trunk, image by image). ``capability`` k makes both debaters top-k
     quantilisers at every turn (the rank policies of the frozen sweep; the play is drawn from
-    their weights); None (the published anchor) is exact play with ties to the first index."""
-    if search not in SEARCHES:
-        raise ValueError(f"unknown search {search!r}; available: {', '.join(SEARCHES)}")
+    their weights); None (the published anchor) is exact play with ties to the first index.
+    An unknown ``search`` is refused by :func:`tree_scores`."""
     b, n_cells = len(images), judge.n_cells
     if search == "exact" and b > 1:  # a universe of scores per image: one at a time
         parts = [play(judge, images[i : i + 1], protocol, rule, control, generator, budget,
