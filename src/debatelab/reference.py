@@ -119,3 +119,13 @@ TRAINED_JUDGES = {
         debate2 last_b control - 9.80 10.39
         debate4 last_b control - 10.09 9.00"""),
 }
+
+
+#: The argument channel (REFERENCE B, last table): judge accuracy of each bits arm minus its
+#: nested control, in points, and the codeword entropy of the bits arms in bits (FashionMNIST
+#: whitened only).
+CHANNEL_DELTAS = {
+    "fashionmnist-whitened": {"consultancy": -1.04, "debate2": 0.28, "debate4": -0.20},
+    "cifar10": {"consultancy": -0.33, "debate2": -0.55, "debate4": 0.25},
+}
+CHANNEL_ENTROPY = {"fashionmnist-whitened": {"debate2": 3.27, "debate4": 3.71, "consultancy": 1.31}}

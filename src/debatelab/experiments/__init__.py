@@ -45,6 +45,10 @@ EXPERIMENTS = {
     "judges eval": ("judges", "EvalJudgeConfig",
                     "Evaluate a trained judge (ours or a published one) on test images.",
                     "run_eval"),
+    "bits train": ("bits", "ChannelArmConfig",
+                   "Train one arm of the 1-bit argument channel (or its nested control).", "run"),
+    "bits sweep": ("bits", "ChannelSweepConfig",
+                   "Every arm of the argument channel, baselines and diagnostics.", "run_sweep"),
     "pools generate": ("pools", "PoolsConfig",
                        "Generate, verify and judge pools of proposals, critiques and rebuttals."),
 }  # fmt: skip
@@ -52,6 +56,7 @@ EXPERIMENTS = {
 GROUPS = {
     "judges": "Judges trained on-policy: train one, sweep 13, evaluate any checkpoint.",
     "pools": "LLM debate pools from real models, for `debatelab bon`.",
+    "bits": "The 1-bit argument channel: train one arm, or sweep every arm with diagnostics.",
 }
 
 

@@ -54,30 +54,34 @@ def train_onpolicy(config: OnPolicyConfig, data: ImageData, resume_path=None,
 
     def make():
         return make_model(config.design, data.in_channels, GROUPS[family], queries,
-                          data.image_size).to(device)  # fmt: skip
+                          data.image_size, 4 if config.bits else 0).to(device)  # fmt: skip
 
     def step(model, idx, gen):
         judge = wrap(model, config, grid, data.in_channels)
         model.train(config.design == "D1")  # §1: D1 searches with dropout on
         xb, yb = x[idx.to(device)], y[idx.to(device)]
         realised = play(judge, xb, config.protocol, config.rule, config.control, gen,
-                        config.budget, autocast, config.capability, config.search)  # fmt: skip
+                        config.budget, autocast, config.capability, config.search,
+                        config.branching)  # fmt: skip
         model.train()
-        logits = judge.logits(xb, realised.codes, realised.queries)
+        logits = judge.logits(xb, realised.codes, realised.queries, realised.codeword)
         if config.design == "D2":
             right = (realised.claim == yb).float()
             loss = F.binary_cross_entropy_with_logits(logits[:, 0], right)
             return loss, int(right.sum().item())
         return F.cross_entropy(logits, yb), int((logits.argmax(1) == yb).sum().item())
 
+    # a bits arm and its nested control share the loop seed, so also their test draws
+    loop_seed = config.seed if config.loop_seed is None else config.loop_seed
+
     def evaluate(model, epoch):
         judge = wrap(model, config, grid, data.in_channels)
         m = evaluate_trained_judge(judge, test_x, test_y, protocol=config.protocol,
                                    rule=config.rule, control=config.control,
-                                   budget=config.budget, seed=1_000_003 * config.seed + epoch,
+                                   budget=config.budget, seed=1_000_003 * loop_seed + epoch,
                                    batch=config.eval_batch,
                                    capability=config.capability,
-                                   search=config.search)  # fmt: skip
+                                   search=config.search, branching=config.branching)  # fmt: skip
         out = {
             "selection": m["selection_accuracy"],
             "n_eval_images": m["n_images"],

@@ -79,13 +79,25 @@ class CandidateTree:
         return prod(self.branching)
 
 
+def check_branching(protocol: str, branching) -> tuple[int, ...]:
+    """Candidates per node at each turn, given explicitly (e.g. CIFAR-10's 4-turn (4, 4, 3, 3)
+    of the argument-channel runs): one positive count per turn of ``protocol``."""
+    moves = check_protocol(protocol)
+    branching = tuple(int(n) for n in branching)
+    if len(branching) != len(moves) or min(branching) < 1:
+        raise ValueError(f"{protocol} has {len(moves)} turn(s): give that many positive "
+                         f"candidate counts per node, got {branching}")  # fmt: skip
+    return branching
+
+
 def sample_tree(protocol: str, n_images: int, generator: torch.Generator, n_cells: int = 36,
-                budget: int = 1296, device="cpu") -> CandidateTree:  # fmt: skip
+                budget: int = 1296, device="cpu", branching=None) -> CandidateTree:  # fmt: skip
     """Draw one candidate tree per image (§1 of TRAINED-JUDGES.md): at each turn, for each node,
     ``branching[t]`` independent uniform sets of ``moves[t]`` cells not yet revealed on the
-    node's path."""
+    node's path. ``branching`` defaults to the budget spread evenly over the turns."""
     moves = check_protocol(protocol)
-    branching = branching_for(protocol, budget)
+    branching = (branching_for(protocol, budget) if branching is None
+                 else check_branching(protocol, branching))  # fmt: skip
     if sum(moves) > n_cells:
         raise ValueError(f"{protocol} reveals {sum(moves)} cells; the grid has {n_cells}")
     paths = torch.zeros((n_images, 0), dtype=torch.long, device=device)
@@ -162,6 +174,57 @@ def group_codes(paths: torch.Tensor, groups: torch.Tensor, n_cells: int = 36) ->
     ``group + 1`` for a revealed one."""
     codes = torch.zeros(paths.shape[:-1] + (n_cells,), dtype=torch.long, device=paths.device)
     return codes.scatter_(-1, paths, groups + 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# the argument channel: moves are (cell candidate, symbol) pairs (TRAINED-JUDGES.md §4)
+
+
+def symbol_alphabets(protocol: str) -> tuple[int, ...]:
+    """Symbols per decision: ``2 ** cells revealed at it``, one bit per revealed cell:
+    consultancy (16,), 2-turn (4, 4), 4-turn (2, 2, 2, 2)."""
+    return tuple(2**m for m in check_protocol(protocol))
+
+
+def fold_symbols(leaves: torch.Tensor, branching: tuple[int, ...],
+                 alphabets: tuple[int, ...]) -> tuple[torch.Tensor, tuple[int, ...]]:  # fmt: skip
+    """Fold the codeword axis into the cells of the emitting turns.
+
+    ``leaves`` ``(B, L, G, ...)``: the value of every cell path (depth-first, L = prod
+    branching) under every codeword (G = prod alphabets, decision 1 most significant). Returns
+    the leaves of the tree whose move at turn t is ``cell * V_t + symbol`` (branching
+    ``n_t * V_t``), depth-first, and that branching. Each node's cell candidates are shared by
+    its parent's symbols, as published."""
+    b, n_leaves, n_words = leaves.shape[:3]
+    rest = leaves.shape[3:]
+    turns = len(branching)
+    if n_leaves != prod(branching) or n_words != prod(alphabets) or len(alphabets) != turns:
+        raise ValueError(f"leaves {tuple(leaves.shape[:3])} do not match branching {branching} "
+                         f"and alphabets {alphabets}")  # fmt: skip
+    x = leaves.reshape((b,) + tuple(branching) + tuple(alphabets) + rest)
+    order = [0] + [a for t in range(turns) for a in (1 + t, 1 + turns + t)]
+    order += list(range(1 + 2 * turns, x.dim()))
+    folded = tuple(n * v for n, v in zip(branching, alphabets, strict=True))
+    return x.permute(order).reshape((b, prod(folded)) + rest), folded
+
+
+def unfold_leaf(index: torch.Tensor, branching: tuple[int, ...],
+                alphabets: tuple[int, ...]) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+    """A leaf of the folded tree as (cell path index, codeword): the inverse of
+    :func:`fold_symbols`."""
+    cell = torch.zeros_like(index)
+    word = torch.zeros_like(index)
+    rest = index
+    radices = [r for n, v in zip(branching, alphabets, strict=True) for r in (n, v)]
+    digits = []
+    for r in reversed(radices):
+        digits.append(rest % r)
+        rest = rest // r
+    digits.reverse()
+    for t, (n, v) in enumerate(zip(branching, alphabets, strict=True)):
+        cell = cell * n + digits[2 * t]
+        word = word * v + digits[2 * t + 1]
+    return cell, word
 
 
 # ---------------------------------------------------------------------------------------------

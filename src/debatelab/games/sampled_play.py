@@ -15,6 +15,7 @@ from __future__ import annotations
 from contextlib import nullcontext
 from dataclasses import dataclass
 from functools import lru_cache
+from math import prod
 
 import numpy as np
 import torch
@@ -27,12 +28,15 @@ from .sampled import (
     PROTOCOL_MOVES,
     CandidateTree,
     exact_tree,
+    fold_symbols,
     group_codes,
     rule_leaves,
     sample_tree,
     slot_groups,
     solve_tree,
     solve_tree_policy,
+    symbol_alphabets,
+    unfold_leaf,
 )
 
 SEARCHES = ("sampled", "exact")
@@ -53,6 +57,9 @@ class Play:
     """``(B, n_queries)`` the class one-hots the judge reads (D3, D2), else None."""
     value: torch.Tensor
     """``(B,)`` the game value of the realised play."""
+    codeword: torch.Tensor | None = None
+    """``(B,)`` the play's codeword on the argument channel (decision 1 most significant), for
+    a judge that reads bits; else None."""
 
 
 def family_of(protocol: str, control: bool) -> str:
@@ -129,9 +136,15 @@ def tree_scores(judge: ClaimJudge, images: torch.Tensor, tree: CandidateTree,
 
 def play(judge: ClaimJudge, images: torch.Tensor, protocol: str, rule: str, control: bool,
          generator: torch.Generator, budget: int = 1296, autocast: bool = False,
-         capability: int | None = None, search: str = "sampled") -> Play:  # fmt: skip
+         capability: int | None = None, search: str = "sampled",
+         branching: tuple[int, ...] | None = None) -> Play:  # fmt: skip
     """Build the tree, score (no grad, in the judge's current train/eval mode), solve and
     realise.
+
+    ``branching`` gives the cell candidates per node explicitly instead of ``budget``. A judge
+    that reads bits (the argument channel, TRAINED-JUDGES.md §4) scores every codeword of every
+    cell path; each turn's symbol is folded into its cell moves (:func:`.sampled.fold_symbols`),
+    so the same minimax chooses cells and symbols, and the play carries its codeword.
 
     ``search``: ``sampled`` (the published anchor: a fresh candidate tree of ``budget`` leaves
     per image) or ``exact`` (every candidate: :func:`.sampled.exact_tree`, scored by the
@@ -140,6 +153,9 @@ def play(judge: ClaimJudge, images: torch.Tensor, protocol: str, rule: str, cont
     their weights); None (the published anchor) is exact play with ties to the first index.
     An unknown ``search`` is refused by :func:`tree_scores`."""
     b, n_cells = len(images), judge.n_cells
+    bits = getattr(judge, "n_bits", 0)
+    if search == "exact" and bits:
+        raise ValueError("the exact search does not take the argument channel; use sampled")
     if search == "exact" and b > 1:  # a universe of scores per image: one at a time
         parts = [play(judge, images[i : i + 1], protocol, rule, control, generator, budget,
                       autocast, capability, search) for i in range(b)]  # fmt: skip
@@ -149,42 +165,42 @@ def play(judge: ClaimJudge, images: torch.Tensor, protocol: str, rule: str, cont
     if search == "exact":
         tree = exact_tree(protocol, b, n_cells, generator.device)
     else:
-        tree = sample_tree(protocol, b, generator, n_cells, budget, generator.device)
+        tree = sample_tree(protocol, b, generator, n_cells, budget, generator.device, branching)
     groups = slot_groups(tree, control, generator)  # drawn where the generator lives
-    scores = tree_scores(judge, images, tree, groups, search, autocast)
+    scores = tree_scores(judge, images, tree, groups, search, autocast)  # (B, L, [G,] ...)
     leaves = rule_leaves(scores, rule, judge.conditioned, protocol == "consultancy")
+    moves = tree.branching
+    if bits:
+        alphabets = symbol_alphabets(protocol)
+        if 2**bits != prod(alphabets):
+            raise ValueError(f"{protocol} plays carry {prod(alphabets)} codewords; this judge "
+                             f"reads {bits} bits ({2**bits})")  # fmt: skip
+        leaves, moves = fold_symbols(leaves, tree.branching, alphabets)
     if capability is None:
-        solved = solve_tree(leaves, tree.branching, rule, judge.n_classes)
+        solved = solve_tree(leaves, moves, rule, judge.n_classes)
     else:
-        policies = [TopK(capability)] * len(tree.branching)
-        solved = solve_tree_policy(leaves, tree.branching, rule, policies, generator,
-                                   judge.n_classes)  # fmt: skip
+        policies = [TopK(capability)] * len(moves)
+        solved = solve_tree_policy(leaves, moves, rule, policies, generator, judge.n_classes)
     rows = torch.arange(b, device=images.device)
+    leaf, codeword = solved.leaf, None
+    if bits:
+        leaf, codeword = unfold_leaf(solved.leaf, tree.branching, alphabets)
     b_claim = solved.b_claim
     if rule == "last_b" and judge.conditioned and protocol != "consultancy":
-        at_leaf = scores[rows, solved.leaf, solved.claim]  # (B, K): B's class minimises belief
+        at_leaf = scores[rows, leaf] if codeword is None else scores[rows, leaf, codeword]
+        at_leaf = at_leaf[rows, solved.claim]  # (B, K): B's class minimises belief
         b_claim = (at_leaf == at_leaf.min(dim=-1, keepdim=True).values).to(torch.uint8).argmax(-1)
     queries = None
     if judge.conditioned:
         queries = (solved.claim[:, None] if judge.n_queries == 1
                    else torch.stack([solved.claim, b_claim], dim=1))  # fmt: skip
-    leaf = solved.leaf.to(tree.paths.device)
+    leaf = leaf.to(tree.paths.device)
     at = torch.arange(b, device=tree.paths.device)
     codes = group_codes(tree.paths[at, leaf], groups[at, leaf], n_cells).to(images.device)
-    return Play(codes, solved.claim, b_claim, queries, solved.value)
+    return Play(codes, solved.claim, b_claim, queries, solved.value, codeword)
 
 
-def evaluate_trained_judge(judge: ClaimJudge, images: torch.Tensor, labels, *,
-                           protocol: str, rule: str, control: bool = False,
-                           search: str = "sampled", budget: int = 1296, seed: int = 0,
-                           batch: int = 32, progress: bool = False,
-                           capability: int | None = None) -> dict[str, float]:  # fmt: skip
-    """Selection accuracy, judge accuracy and belief (fractions) of a trained judge on
-    ``images`` ``(N, C, S, S)`` (preprocessed) with ``labels`` ``(N,)``: per batch of ``batch``
-    images, a fresh sampled tree, the exact search in eval mode, then one fp32 forward on the
-    realised play (``capability``: top-k quantilised debaters, see :func:`play`). D1 has no
-    belief (it never reads a claim; its consultancy claim is the
-    class at the chosen mask); D2 has no judge accuracy (one logit: belief only)."""
+def _checked_labels(judge, images, labels, protocol, rule, control, search, batch, capability):
     if search not in SEARCHES:
         raise ValueError(f"unknown search {search!r}; available: {', '.join(SEARCHES)}")
     check_judge(judge, protocol, rule, control)
@@ -195,40 +211,128 @@ def evaluate_trained_judge(judge: ClaimJudge, images: torch.Tensor, labels, *,
         raise ValueError(f"batch must be >= 1, got {batch}")
     if capability is not None and capability < 1:
         raise ValueError(f"capability is a top-k quantiliser's k >= 1, got {capability}")
+    return labels
+
+
+def realised_plays(judge: ClaimJudge, images: torch.Tensor, labels, *, protocol: str, rule: str,
+                   control: bool = False, search: str = "sampled", budget: int = 1296,
+                   seed: int = 0, batch: int = 32, progress: bool = False,
+                   capability: int | None = None, branching: tuple[int, ...] | None = None):  # fmt: skip
+    """Per batch of ``batch`` images (judge in eval mode, a fresh sampled tree per batch): the
+    images, labels, realised :class:`Play` and the judge's fp32 logits on it, as
+    ``(x, y, play, logits)``. The evaluation and the channel diagnostics read these."""
+    labels = _checked_labels(judge, images, labels, protocol, rule, control, search, batch,
+                             capability)  # fmt: skip
     generator = torch.Generator(device=images.device).manual_seed(seed)
     judge.model.eval()
-    sums = {"selection": 0.0, "judge": 0.0, "belief": 0.0}
     bar = progress_bar(total=len(images), enabled=progress, desc="evaluate", unit="img")
     for i in range(0, len(images), batch):
         x, y = images[i : i + batch], labels[i : i + batch].to(images.device)
-        p = play(
-            judge,
-            x,
-            protocol,
-            rule,
-            control,
-            generator,
-            budget,
-            capability=capability,
-            search=search,
-        )
+        p = play(judge, x, protocol, rule, control, generator, budget, capability=capability,
+                 search=search, branching=branching)  # fmt: skip
         with torch.no_grad():
-            logits = judge.logits(x, p.codes, p.queries).float()
+            logits = judge.logits(x, p.codes, p.queries, p.codeword).float()
+        yield x, y, p, logits
+        bar.update(len(y))
+    bar.close()
+
+
+def evaluate_trained_judge(judge: ClaimJudge, images: torch.Tensor, labels, *,
+                           protocol: str, rule: str, control: bool = False,
+                           search: str = "sampled", budget: int = 1296, seed: int = 0,
+                           batch: int = 32, progress: bool = False,
+                           capability: int | None = None,
+                           branching: tuple[int, ...] | None = None) -> dict[str, float]:  # fmt: skip
+    """Selection accuracy, judge accuracy and belief (fractions) of a trained judge on
+    ``images`` ``(N, C, S, S)`` (preprocessed) with ``labels`` ``(N,)``: per batch of ``batch``
+    images, a fresh sampled tree, the exact search in eval mode, then one fp32 forward on the
+    realised play (``capability``: top-k quantilised debaters, see :func:`play`). D1 has no
+    belief (it never reads a claim; its consultancy claim is the
+    class at the chosen mask); D2 has no judge accuracy (one logit: belief only)."""
+    sums = {"selection": 0.0, "judge": 0.0, "belief": 0.0}
+    for _, y, p, logits in realised_plays(
+        judge, images, labels, protocol=protocol, rule=rule, control=control, search=search,
+        budget=budget, seed=seed, batch=batch, progress=progress, capability=capability,
+        branching=branching,
+    ):  # fmt: skip
         sums["selection"] += (p.claim == y).sum().item()
         if judge.design == "D2":
             sums["belief"] += torch.sigmoid(logits[:, 0]).sum().item()
         else:
             sums["judge"] += (logits.argmax(dim=-1) == y).sum().item()
-            if judge.design == "D3":
+            if judge.conditioned:
                 rows = torch.arange(len(y), device=y.device)
                 sums["belief"] += torch.softmax(logits, -1)[rows, p.claim].sum().item()
-        bar.update(len(y))
-    bar.close()
     n = len(images)
     out = {"selection_accuracy": sums["selection"] / n}
     if judge.design != "D2":
         out["judge_accuracy"] = sums["judge"] / n
-    if judge.design != "D1":
+    if judge.conditioned and judge.design != "D1":
         out["belief"] = sums["belief"] / n
     out["n_images"] = n
+    return out
+
+
+def channel_diagnostics(judge: ClaimJudge, images: torch.Tensor, labels, *, protocol: str,
+                        rule: str, budget: int = 1296, seed: int = 0, batch: int = 64,
+                        branching: tuple[int, ...] | None = None,
+                        progress: bool = False) -> dict:  # fmt: skip
+    """The argument channel's diagnostics (TRAINED-JUDGES.md §4) on a fresh test pass of a judge
+    that reads bits: selection / judge accuracy and belief; the plug-in entropy of the codeword
+    (bits, out of 4) and its counts; the randomised-bit ablation (the same plays, claims and
+    d_B with a uniform random codeword: change in judge accuracy and belief); and per bit
+    (most significant first) P(b = 1), H(b), I(b; claim), I(b; y), I(b; y | claim) in bits,
+    each also divided by H(b) (NaN where H(b) = 0)."""
+    from ..codewords import codeword_bits
+    from ..information import (
+        binary_entropy,
+        conditional_mutual_information,
+        entropy_of_counts,
+        mutual_information,
+    )
+
+    n_bits = getattr(judge, "n_bits", 0)
+    if not n_bits:
+        raise ValueError("channel diagnostics need a judge that reads bits (an arm with bits)")
+    noise = torch.Generator(device=images.device).manual_seed(seed + 7919)
+    rec = {k: [] for k in ("claim", "y", "word", "hit", "belief", "hit_r", "belief_r")}
+    for x, y, p, logits in realised_plays(
+        judge, images, labels, protocol=protocol, rule=rule, budget=budget, seed=seed,
+        batch=batch, progress=progress, branching=branching,
+    ):  # fmt: skip
+        rows = torch.arange(len(y), device=y.device)
+        random_words = torch.randint(0, 2**n_bits, (len(y),), generator=noise,
+                                     device=images.device)  # fmt: skip
+        with torch.no_grad():
+            ablated = judge.logits(x, p.codes, p.queries, random_words).float()
+        for name, lg in (("", logits), ("_r", ablated)):
+            rec["hit" + name].append((lg.argmax(-1) == y).cpu())
+            rec["belief" + name].append(torch.softmax(lg, -1)[rows, p.claim].cpu())
+        rec["claim"].append(p.claim.cpu())
+        rec["y"].append(y.cpu())
+        rec["word"].append(p.codeword.cpu())
+    r = {k: torch.cat(v).numpy() for k, v in rec.items()}
+    counts = np.bincount(r["word"], minlength=2**n_bits)
+    out = {
+        "selection_accuracy": float((r["claim"] == r["y"]).mean()),
+        "judge_accuracy": float(r["hit"].mean()),
+        "belief": float(r["belief"].mean()),
+        "codeword_entropy": entropy_of_counts(counts),
+        "codeword_counts": counts.tolist(),
+        "ablation_judge_accuracy_change": float(r["hit_r"].mean() - r["hit"].mean()),
+        "ablation_belief_change": float(r["belief_r"].mean() - r["belief"].mean()),
+        "n_images": len(r["y"]),
+        "bits": [],
+    }
+    planes = codeword_bits(torch.from_numpy(r["word"]), n_bits).numpy().astype(np.int64)
+    for j in range(n_bits):
+        b = planes[:, j]
+        h = binary_entropy(float(b.mean()))
+        row = {"p_one": float(b.mean()), "entropy": h,
+               "mi_claim": mutual_information(b, r["claim"]),
+               "mi_label": mutual_information(b, r["y"]),
+               "mi_label_given_claim": conditional_mutual_information(b, r["y"], r["claim"])}  # fmt: skip
+        for k in ("mi_claim", "mi_label", "mi_label_given_claim"):
+            row[k + "_normalised"] = row[k] / h if h > 0 else float("nan")
+        out["bits"].append(row)
     return out

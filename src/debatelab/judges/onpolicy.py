@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
+from math import prod
 from pathlib import Path
 from typing import ClassVar
 
@@ -30,6 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..codewords import codeword_bits
 from ..data import check_variant, data_revision
 from ..geometry import Grid, LabelledMasks
 from ..resume import settings_key
@@ -37,6 +39,9 @@ from .allmask import factorised_outputs
 from .cnn import JudgeCNN, default_widths
 
 DESIGNS = ("D1", "D3", "D2")
+#: Designs an :class:`OnPolicyJudge` holds: the three of the trained-judge sweep and ``bit``, the
+#: argument channel's D3-style judge (§4: a 3 x 64 head that may read 4 raw bits).
+ALL_DESIGNS = DESIGNS + ("bit",)
 #: Rule names in the published file names.
 RULE_FILE_NAMES = {"asym": "asym", "sym": "sym", "last_b": "lastdig"}
 #: Input channel groups per protocol family.
@@ -44,21 +49,30 @@ GROUPS = {"consultancy": 1, "debate": 2, "control": 4}
 
 
 class ClaimJudgeCNN(nn.Module):
-    """Designs D3 (``n_out = 10``) and D2 (``n_out = 1``): trunk, projection, claim-aware head."""
+    """Designs D3 (``n_out = 10``), D2 (``n_out = 1``) and the argument channel's judge (``bit``):
+    trunk, projection, a head that reads the class queries (and ``n_bits`` raw bits).
+
+    The head is ``depth`` x [Linear ``hidden`` - ReLU - Dropout] then Linear ``n_out`` on
+    ``[projection, onehot(d_A)(, onehot(d_B))(, bits)]``: D3 / D2 have depth 1 and dropout 0.3,
+    the bit judge depth 3 and dropout 0.1. With no queries and no bits it is a plain classifier
+    (the channel experiment's gold and random-mask baselines)."""
 
     def __init__(self, in_channels: int, n_queries: int, n_out: int = 10, widths=(32, 32),
                  image_size: int = 18, projection: int = 64, hidden: int = 64,
-                 n_classes: int = 10, dropout: float = 0.3):  # fmt: skip
+                 n_classes: int = 10, dropout: float = 0.3, n_bits: int = 0,
+                 depth: int = 1):  # fmt: skip
         super().__init__()
         c1, c2 = widths
         self.in_channels, self.n_queries, self.n_out = in_channels, n_queries, n_out
         self.n_classes, self.image_size, self.widths = n_classes, image_size, (c1, c2)
+        self.n_bits = n_bits
         final = (image_size // 2) // 2
         self.conv1 = nn.Conv2d(in_channels, c1, 3, padding=1)
         self.conv2 = nn.Conv2d(c1, c2, 3, padding=1)
         self.pool = nn.MaxPool2d(2)
         self.project = nn.Linear(c2 * final * final, projection)
-        self.fc1 = nn.Linear(projection + n_queries * n_classes, hidden)
+        self.fc1 = nn.Linear(projection + n_queries * n_classes + n_bits, hidden)
+        self.deeper = nn.ModuleList(nn.Linear(hidden, hidden) for _ in range(depth - 1))
         self.dropout = nn.Dropout(dropout)
         self.fc2 = nn.Linear(hidden, n_out)
 
@@ -71,48 +85,68 @@ class ClaimJudgeCNN(nn.Module):
         """``(B, C, S, S)`` to the projected features ``(B, projection)``."""
         return torch.relu(self.project(self.trunk(x).flatten(1)))
 
-    def head(self, features: torch.Tensor, queries: torch.Tensor) -> torch.Tensor:
-        """Logits ``(..., n_out)`` of features ``(..., P)`` and class queries ``(..., n_queries)``
-        (d_A first)."""
-        onehot = F.one_hot(queries, self.n_classes).to(features.dtype).flatten(-2)
-        h = torch.relu(self.fc1(torch.cat([features, onehot], dim=-1)))
-        return self.fc2(self.dropout(h))
+    def after_first(self, pre: torch.Tensor) -> torch.Tensor:
+        """Logits from the head's first pre-activation ``(..., hidden)``."""
+        h = self.dropout(torch.relu(pre))
+        for layer in self.deeper:
+            h = self.dropout(torch.relu(layer(h)))
+        return self.fc2(h)
+
+    def head(self, features: torch.Tensor, queries: torch.Tensor | None = None,
+             bits: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
+        """Logits ``(..., n_out)`` of features ``(..., P)``, class queries ``(..., n_queries)``
+        (d_A first) and bits ``(..., n_bits)`` (0/1 floats)."""
+        parts = [features]
+        if self.n_queries:
+            parts.append(F.one_hot(queries, self.n_classes).to(features.dtype).flatten(-2))
+        if self.n_bits:
+            if bits is None or bits.shape[-1] != self.n_bits:
+                raise ValueError(f"this judge reads {self.n_bits} bits per play; pass them")
+            parts.append(bits.to(features.dtype))
+        return self.after_first(self.fc1(torch.cat(parts, dim=-1)))
 
     def query_scores(self, features: torch.Tensor) -> torch.Tensor:
-        """The leaf score of every class query at once, ``(B, K)`` (one query) or ``(B, K, K)``
-        (d_A, d_B): D3 the head's softmax at d_A, D2 the sigmoid of its logit. The first layer
-        is linear, so each one-hot adds a column of its weight to the features' shared
-        pre-activation; one query of A at a time keeps the work in plain matrix products
-        (about 3x faster than one (B, K, K, H) tensor)."""
+        """The leaf score of every class query (and every codeword) at once: ``(B, [G,] K)``
+        (one query) or ``(B, [G,] K, K)`` (d_A, d_B), G = 2 ** n_bits codewords when the judge
+        reads bits. D3 / bit: the head's softmax at d_A; D2: the sigmoid of its logit. The
+        first layer is linear, so each one-hot (and each codeword's bits) adds a column of its
+        weight to the features' shared pre-activation; one query of A at a time keeps the work
+        in plain matrix products (about 3x faster than one (B, K, K, H) tensor)."""
         k, p = self.n_classes, features.shape[-1]
         w = self.fc1.weight
-        shared = torch.addmm(self.fc1.bias, features, w[:, :p].T)  # (B, H)
+        base = torch.addmm(self.fc1.bias, features, w[:, :p].T)  # (B, H)
         w_a = w[:, p : p + k].T
         w_b = w[:, p + k : p + 2 * k].T if self.n_queries == 2 else None
-        shape = (len(features), k) if w_b is None else (len(features), k, k)
+        if self.n_bits:  # every codeword: (B, G, H)
+            col = p + self.n_queries * k
+            words = codeword_bits(torch.arange(2**self.n_bits), self.n_bits).to(features)
+            base = base[:, None, :] + (words @ w[:, col : col + self.n_bits].T)[None]
+        lead = base.shape[:-1]
+        shape = lead + ((k,) if w_b is None else (k, k))
         out = torch.empty(shape, device=features.device, dtype=torch.float32)
         for d_a in range(k):
-            pre = shared + w_a[d_a]
-            if w_b is not None:  # every d_B: (B, K_B, H)
-                pre = pre[:, None, :] + w_b[None]
-            h = self.dropout(torch.relu(pre))
-            logits = self.fc2(h.reshape(-1, h.shape[-1])).float()
+            pre = base + w_a[d_a]
+            if w_b is not None:  # every d_B: (..., K_B, H)
+                pre = pre[..., None, :] + w_b
+            logits = self.after_first(pre.reshape(-1, pre.shape[-1])).float()
             if self.n_out == 1:
                 score = torch.sigmoid(logits[:, 0])
             else:
                 score = torch.softmax(logits, dim=-1)[:, d_a]
-            out[:, d_a] = score.view(shape[:1] + shape[2:])
+            out.select(len(lead), d_a).copy_(score.view(lead + shape[len(lead) + 1 :]))
         return out
 
-    def forward(self, x: torch.Tensor, queries: torch.Tensor) -> torch.Tensor:
-        return self.head(self.features(x), queries)
+    def forward(self, x: torch.Tensor, queries: torch.Tensor | None = None,
+                bits: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
+        return self.head(self.features(x), queries, bits)
 
     def config(self) -> dict:
         return {"in_channels": self.in_channels, "n_queries": self.n_queries,
                 "n_out": self.n_out, "widths": list(self.widths),
                 "image_size": self.image_size, "projection": self.project.out_features,
                 "hidden": self.fc1.out_features, "n_classes": self.n_classes,
-                "dropout": self.dropout.p}  # fmt: skip
+                "dropout": self.dropout.p, "n_bits": self.n_bits,
+                "depth": 1 + len(self.deeper)}  # fmt: skip
 
 
 def n_queries(design: str, rule: str, protocol: str) -> int:
@@ -123,13 +157,20 @@ def n_queries(design: str, rule: str, protocol: str) -> int:
     return 1 if protocol == "consultancy" or rule == "asym" else 2
 
 
-def make_model(design: str, channels: int, groups: int, queries: int, image_size: int = 18):
-    """A fresh model of ``design`` for ``channels``-channel images in ``groups`` groups."""
-    if design not in DESIGNS:
-        raise ValueError(f"unknown judge design {design!r}; choose among {', '.join(DESIGNS)}")
+def make_model(design: str, channels: int, groups: int, queries: int, image_size: int = 18,
+               n_bits: int = 0):  # fmt: skip
+    """A fresh model of ``design`` for ``channels``-channel images in ``groups`` groups (the bit
+    design reads ``n_bits`` raw bits in its head; 0 for a nested control or a baseline)."""
+    if design not in ALL_DESIGNS:
+        raise ValueError(f"unknown judge design {design!r}; choose among {', '.join(ALL_DESIGNS)}")
+    if n_bits and design != "bit":
+        raise ValueError(f"only the bit design reads bits, not {design}")
     if design == "D1":
         return JudgeCNN(channels * groups, default_widths(channels), image_size)
     widths = (32, 32) if channels == 1 else (64, 64)  # CIFAR doubles the widths
+    if design == "bit":  # §4: 3 x [Linear 64, ReLU, Dropout 0.1] -> Linear 10
+        return ClaimJudgeCNN(channels * groups, queries, 10, widths, image_size, dropout=0.1,
+                             n_bits=n_bits, depth=3)  # fmt: skip
     return ClaimJudgeCNN(channels * groups, queries, 10 if design == "D3" else 1, widths,
                          image_size)  # fmt: skip
 
@@ -164,8 +205,8 @@ class OnPolicyJudge:
     evaluations: int = 0
 
     def __post_init__(self):
-        if self.design not in DESIGNS:
-            raise ValueError(f"unknown judge design {self.design!r}; choose among {DESIGNS}")
+        if self.design not in ALL_DESIGNS:
+            raise ValueError(f"unknown judge design {self.design!r}; choose among {ALL_DESIGNS}")
         if self.family not in GROUPS:
             raise ValueError(
                 f"unknown protocol family {self.family!r}; choose among {list(GROUPS)}"
@@ -187,54 +228,76 @@ class OnPolicyJudge:
 
     @property
     def conditioned(self) -> bool:
-        """Whether the judge reads the claim (D3, D2)."""
-        return self.design != "D1"
+        """Whether the judge reads the claim (D3, D2, the bit judges of the arms)."""
+        return self.n_queries > 0
 
     @property
     def n_queries(self) -> int:
         return getattr(self.model, "n_queries", 0)
+
+    @property
+    def n_bits(self) -> int:
+        """Raw bits the judge reads beside the cells (4 on the argument channel, else 0)."""
+        return getattr(self.model, "n_bits", 0)
 
     def inputs(self, values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         x = encode(values, mask, self.groups, self.grid)
         return x.contiguous(memory_format=torch.channels_last)
 
     def logits(self, values: torch.Tensor, mask: torch.Tensor,
-               claims: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
-        """Logits ``(B, 10)`` (D1, D3) or ``(B, 1)`` (D2) of one play per image."""
+               claims: torch.Tensor | None = None,
+               codewords: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
+        """Logits ``(B, 10)`` (D1, D3, bit) or ``(B, 1)`` (D2) of one play per image; a judge
+        on the argument channel also reads each play's ``codewords (B,)``."""
         if self.conditioned and (claims is None or claims.shape[-1] != self.n_queries):
             raise ValueError(f"design {self.design} reads {self.n_queries} class queries per "
                              "play; pass claims (B, n_queries)")  # fmt: skip
+        if self.n_bits and (codewords is None or codewords.shape != (len(values),)):
+            raise ValueError(f"this judge reads each play's codeword ({self.n_bits} bits); "
+                             "pass codewords (B,)")  # fmt: skip
         out = []
         for i in range(0, len(values), self.max_batch):
             x = self.inputs(values[i : i + self.max_batch], mask[i : i + self.max_batch])
+            if self.design == "D1":
+                out.append(self.model(x))
+                continue
             q = None if claims is None else claims[i : i + self.max_batch]
-            out.append(self.model(x) if not self.conditioned else self.model(x, q))
+            bits = None
+            if self.n_bits:
+                bits = codeword_bits(codewords[i : i + self.max_batch], self.n_bits).to(x)
+            out.append(self.model(x, q, bits))
         self.evaluations += len(values)
         return torch.cat(out)
 
     @property
     def first_linear(self) -> nn.Linear:
         """The layer that reads the conv trunk (D1: fc1; D3 / D2: the projection)."""
-        return self.model.project if self.conditioned else self.model.fc1
+        return self.model.fc1 if self.design == "D1" else self.model.project
 
     def _trunk(self, x: torch.Tensor) -> torch.Tensor:
-        return self.model.trunk(x) if self.conditioned else self.model.features(x)
+        return self.model.features(x) if self.design == "D1" else self.model.trunk(x)
 
     def scores_from_hidden(self, h: torch.Tensor) -> torch.Tensor:
         """Claim scores (as :meth:`claim_scores`) from the first linear layer's pre-activation
         ``h (n, H)``: the network after its conv trunk."""
-        if not self.conditioned:
+        if self.design == "D1":
             logits = self.model.fc2(self.model.dropout(torch.relu(h)))
             return torch.softmax(logits.float(), dim=-1)
+        if not self.conditioned:  # a plain classifier of the bit family (the baselines)
+            return torch.softmax(self.model.head(torch.relu(h)).float(), dim=-1)
         return self.model.query_scores(torch.relu(h))
 
     def _chunk(self) -> int:
-        return self.max_batch if self.n_queries < 2 else max(1, self.max_batch // 16)
+        """Plays per chunk: two queries score K x K head rows per play, bits 2 ** n_bits times
+        that."""
+        step = self.max_batch if self.n_queries < 2 else max(1, self.max_batch // 16)
+        return max(1, step >> self.n_bits)
 
     def claim_scores(self, values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Scores of every claim column for each play, the search's leaf scores: D1 the class
         probabilities ``(B, K)``; D3 ``p(d_A | play, d_A[, d_B])`` and D2 ``sigmoid`` of its
-        logit, ``(B, K)`` or ``(B, K, K)`` over (d_A, d_B)."""
+        logit, ``(B, K)`` or ``(B, K, K)`` over (d_A, d_B); a judge that reads bits scores
+        every codeword too, ``(B, G, K[, K])``."""
         out = []
         step = self._chunk()  # two queries: K x K head rows per play
         for i in range(0, len(values), step):
@@ -309,10 +372,20 @@ class OnPolicyConfig:
     search: str = "sampled"
     """sampled: the published candidate trees of ``budget`` leaves; exact: every candidate
     (every mask, every pair split, every ordered reveal), scored by the factorised trunk."""
+    bits: bool = False
+    """The argument channel (design bit only): every decision also emits a symbol, one bit per
+    cell it reveals, and the judge reads the play's 4 bits; False is the nested control."""
+    branching: tuple[int, ...] | None = None
+    """Cell candidates per node at each turn, overriding ``budget`` (e.g. CIFAR-10's 4-turn
+    (4, 4, 3, 3) of the channel runs); with bits each turn's moves are candidates x symbols."""
+    loop_seed: int | None = None
+    """Re-seed batch order, candidate draws and dropout with this after the weights are drawn
+    from ``seed`` (the channel runs: seed = arm index, loop seed = turns, so a bits arm and its
+    nested control see the same batches and candidates); None: ``seed`` seeds everything."""
 
     def __post_init__(self):
-        if self.design not in DESIGNS:
-            raise ValueError(f"unknown judge design {self.design!r}; choose among {DESIGNS}")
+        if self.design not in ALL_DESIGNS:
+            raise ValueError(f"unknown judge design {self.design!r}; choose among {ALL_DESIGNS}")
         if self.protocol not in ("consultancy", "debate2", "debate4"):
             raise ValueError(f"unknown protocol {self.protocol!r}; choose consultancy, debate2 "
                              "or debate4")  # fmt: skip
@@ -331,10 +404,31 @@ class OnPolicyConfig:
             raise ValueError(f"unknown search {self.search!r}; choose sampled or exact")
         if self.epochs < 1 or self.batch_size < 1 or self.eval_batch < 1:
             raise ValueError("epochs, batch_size and eval_batch must be >= 1")
+        if self.bits and self.design != "bit":
+            raise ValueError(f"only the bit design reads the argument channel, not {self.design}")
+        if self.design == "bit":
+            want = "asym" if self.protocol == "consultancy" else "last_b"
+            if self.control or self.rule != want:
+                raise ValueError("the argument channel runs consultancy (rule asym) and debate "
+                                 "under last_b, without shuffled controls (its nested control "
+                                 "is bits=False)")  # fmt: skip
+        if self.branching is not None:
+            turns = {"consultancy": 1, "debate2": 2, "debate4": 4}[self.protocol]
+            self.branching = tuple(int(n) for n in self.branching)
+            if len(self.branching) != turns or min(self.branching) < 1:
+                raise ValueError(
+                    f"{self.protocol} has {turns} turn(s): give branching as that "
+                    f"many positive candidate counts, got {self.branching}"
+                )
+        if self.bits and self.search == "exact":
+            raise ValueError("the exact search does not take the argument channel; use sampled")
 
     @property
     def name(self) -> str:
         """The published file-name stem of this judge, e.g. ``debate_2turn_asym``."""
+        if self.design == "bit":
+            masks = prod(self.branching) if self.branching else self.budget
+            return f"{self.protocol}_{'bits' if self.bits else 'nobits'}_{masks}"
         if self.protocol == "consultancy":
             return "consultancy"
         kind = "control" if self.control else "debate"
@@ -347,6 +441,9 @@ class OnPolicyConfig:
             del settings["capability"]
         if self.search == "sampled":  # likewise the sampled search
             del settings["search"]
+        for later in ("bits", "branching", "loop_seed"):  # and the argument channel's options
+            if settings[later] is None or settings[later] is False:
+                del settings[later]
         return settings_key(f"{self.variant}-{self.design}-{self.name}-s{self.seed}", settings)
 
 

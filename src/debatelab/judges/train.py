@@ -39,6 +39,7 @@ FAMILIES = {
     "onpolicy": "debatelab.judges.onpolicy:OnPolicyConfig",
 }
 KINDS = ("gold", "sparse")
+ARCHITECTURES = ("cnn", "bit")
 
 
 @dataclass
@@ -68,6 +69,10 @@ class TrainConfig:
     """Use only the first N training images (for quick tests); ``None`` uses all."""
     extra: dict = field(default_factory=dict)
     """Free-form tags that become part of the cache key."""
+    architecture: str = "cnn"
+    """``cnn``: the frozen study's classifier (:class:`.cnn.JudgeCNN`); ``bit``: the argument
+    channel's D3-style net (trunk, projection, 3 x 64 head, dropout 0.1) with no claim or bit
+    inputs, the channel experiment's gold and random-mask baselines."""
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -76,13 +81,21 @@ class TrainConfig:
             raise ValueError("epochs and batch_size must be >= 1")
         if self.widths is not None:
             self.widths = tuple(int(w) for w in self.widths)
+        if self.architecture not in ARCHITECTURES:
+            raise ValueError(f"unknown architecture {self.architecture!r}; choose one of "
+                             f"{ARCHITECTURES}")  # fmt: skip
 
     def key(self) -> str:
         """Cache key: variant, kind, seed and a hash of every setting and, once a dataset's
         reader has changed (:func:`debatelab.data.data_revision` > 1), of its revision."""
         revision = data_revision(check_variant(self.variant)[0])
-        settings = self if revision == 1 else {**asdict(self), "data_revision": revision}
-        return settings_key(f"{self.variant}-{self.kind}-s{self.seed}", settings)
+        settings = asdict(self)
+        if self.architecture == "cnn":  # keys of the frozen study's judges predate the option
+            del settings["architecture"]
+        if revision != 1:
+            settings["data_revision"] = revision
+        tag = self.kind if self.architecture == "cnn" else f"{self.kind}-{self.architecture}"
+        return settings_key(f"{self.variant}-{tag}-s{self.seed}", settings)
 
 
 @dataclass
@@ -104,7 +117,11 @@ class TrainedJudge:
         return self.config.family
 
 
-def _make_model(config: TrainConfig, data: ImageData) -> JudgeCNN:
+def _make_model(config: TrainConfig, data: ImageData) -> nn.Module:
+    if config.architecture == "bit":
+        from .onpolicy import make_model
+
+        return make_model("bit", data.in_channels, 1, 0, data.image_size)
     widths = config.widths or default_widths(data.in_channels)
     return JudgeCNN(data.in_channels, widths, image_size=data.image_size)
 
@@ -224,6 +241,10 @@ def fit_classifier(
     with torch.random.fork_rng():
         torch.manual_seed(config.seed)  # weight init and dropout draw from the global RNG
         model = make_model()
+        loop_seed = getattr(config, "loop_seed", None)
+        if loop_seed is not None:  # batches, draws and dropout apart from the weights' seed
+            gen.manual_seed(loop_seed)
+            torch.manual_seed(loop_seed)
         optimiser = torch.optim.Adam(model.parameters(), lr=config.lr)
         scheduler = torch.optim.lr_scheduler.ExponentialLR(optimiser, gamma=config.gamma)
         history: list[dict] = []

@@ -18,6 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from ..atomic import write_atomic  # noqa: E402
+from ..information import entropy_of_counts  # noqa: E402
 
 LABELS = {"selection": "selection accuracy", "judge": "judge accuracy", "win": "win rate"}
 COLORS = {"consultancy": "tab:orange", "debate2": "tab:blue", "debate4": "tab:purple"}
@@ -183,5 +184,29 @@ def epoch_curves(histories: dict[str, list[dict]], path: Path,
     axes[0][-1].legend(fontsize=7, loc="best")
     if published:
         fig.suptitle("solid: this run; dashed: published (REFERENCE B)", fontsize=9)
+    fig.tight_layout()
+    return save_figure(fig, path)
+
+
+def codeword_bars(counts: dict[str, list[int]], path: Path, title: str = "") -> Path:
+    """The argument channel's codeword distribution: one panel per arm, the share of test plays
+    carrying each of the 16 codewords (binary labels, decision 1 most significant), with the
+    plug-in entropy in the panel title."""
+    names = list(counts)
+    fig, axes = plt.subplots(1, max(1, len(names)), figsize=(4.4 * max(1, len(names)), 3.2),
+                             squeeze=False)  # fmt: skip
+    for ax, name in zip(axes[0], names, strict=False):
+        c = np.asarray(counts[name], dtype=float)
+        share = c / max(c.sum(), 1)
+        h = entropy_of_counts(c) if c.sum() else 0.0
+        bits = int(np.log2(len(c)))
+        ax.bar(np.arange(len(c)), 100 * share, color="tab:blue")
+        ax.set_xticks(np.arange(len(c)), [format(g, f"0{bits}b") for g in range(len(c))],
+                      rotation=90, fontsize=7)  # fmt: skip
+        ax.set_title(f"{name}: H = {h:.2f} bits", fontsize=9)
+        ax.set_ylabel("test plays (%)")
+        ax.grid(axis="y", alpha=0.3)
+    if title:
+        fig.suptitle(f"codewords, {title}", fontsize=9)
     fig.tight_layout()
     return save_figure(fig, path)
