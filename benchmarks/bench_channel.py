@@ -91,7 +91,8 @@ def main():
             for protocol, bits, budget_name in ARMS:
                 branching = BRANCHING[preset][channels][budget_name]
                 rate, per_image, step = time_arm(data, protocol, bits, branching, args.steps)
-                steps = -(-n_train // 128)
+                steps = -(-n_train // schedule["batch_size"])
+                step *= schedule["batch_size"] / 128
                 evals = schedule["epochs"] * n_eval + (n_eval if bits else 0)
                 arm = schedule["epochs"] * steps * step + evals * per_image
                 total += arm

@@ -315,3 +315,23 @@ def test_diagnostics_of_a_judge_that_ignores_its_bits():
                             branching=(3, 3), batch=8, seed=2)  # fmt: skip
     assert sum(d["codeword_counts"]) == 24 and 0 < d["codeword_entropy"] <= 4
     assert d["ablation_belief_change"] != 0
+
+
+def test_the_baseline_ensemble_reads_the_factorised_universe():
+    """The random-mask baseline (no claim, no bits) scores every mask through the factorised
+    trunk: equal to its batched forward on every mask of a 3 x 3 grid."""
+    from debatelab.games.sampled import exact_tree, slot_groups
+    from debatelab.games.sampled_play import tree_scores
+
+    torch.manual_seed(0)
+    model = make_model("bit", 1, 1, 0, 18).eval()
+    judge = OnPolicyJudge("bit", model, "consultancy", "asym", Grid(18, 3), 1)
+    assert not judge.conditioned
+    images = torch.randn(2, 1, 18, 18, generator=torch.Generator().manual_seed(1))
+    tree = exact_tree("consultancy", 2, judge.n_cells)
+    groups = slot_groups(tree, False)
+    fast = tree_scores(judge, images, tree, groups, "exact")
+    naive = tree_scores(judge, images, tree, groups, "sampled")
+    assert fast.shape == (2, 126, 10)
+    assert (fast - naive).abs().max() <= 1e-5
+    torch.testing.assert_close(naive.sum(-1), torch.ones(2, 126))

@@ -100,3 +100,35 @@ def test_a_debate_judge_learns_and_is_cached(mnist, tmp_path, torch_threads):
     assert again.cached and _timeless(again.history) == _timeless(judge.history)
     loaded = load_onpolicy_judge(judge.path)
     assert loaded.family == "debate" and loaded.design == "D1"
+
+
+def test_a_bits_arm_resumes_and_shares_its_draws_with_the_nested_control(
+        mnist, tmp_path, monkeypatch, one_torch_thread):  # fmt: skip
+    """The argument channel (§4, §5): a bits arm killed mid-epoch 2 resumes to the same
+    numbers; it and its nested control (another init seed, the same loop seed) start every
+    step's search from the same generator state, so they see the same batches and cell
+    candidates."""
+    arm = dict(design="bit", protocol="debate2", rule="last_b", branching=(2, 2), loop_seed=2,
+               **{k: v for k, v in TINY.items() if k != "budget"})  # fmt: skip
+    bits = OnPolicyConfig(seed=0, bits=True, **arm)
+    whole = _kill_and_resume(bits, mnist, tmp_path, monkeypatch, kill_at=8 + 4)
+    assert whole.history[-1]["belief"] > 0
+
+    import debatelab.experiments.judges_train as module
+
+    states = {}
+    real_play = sampled_play.play
+
+    def recording_play(judge, images, *args, **kwargs):
+        generator = args[3]
+        states.setdefault(judge.n_bits, []).append((generator.get_state(), images.sum().item()))
+        return real_play(judge, images, *args, **kwargs)
+
+    monkeypatch.setattr(module, "play", recording_play)
+    one_epoch = {"epochs": 1}
+    for config in (bits, OnPolicyConfig(seed=1, bits=False, **arm)):
+        train_onpolicy(OnPolicyConfig(**{**config.__dict__, **one_epoch}), mnist, None,
+                       progress=False)  # fmt: skip
+    assert len(states[4]) == len(states[0]) == 8
+    for (s_bits, x_bits), (s_control, x_control) in zip(states[4], states[0], strict=True):
+        assert torch.equal(s_bits, s_control) and x_bits == x_control

@@ -54,7 +54,10 @@ class ClaimJudge(Judge, Protocol):
     when the judge reads them (``conditioned``). ``claim_scores(values, mask)`` scores every
     claim column of each play at once: the class probabilities ``(B, K)`` of a judge that reads
     no claim, else its score of A's claim ``(B, K)`` (one query) or ``(B, K, K)`` (A's and B's
-    classes). ``family`` names its input groups: consultancy, debate or control.
+    classes). ``family`` names its input groups: consultancy, debate or control. A judge on the
+    argument channel reads ``n_bits`` raw bits beside the cells (0 for every other judge): its
+    ``claim_scores`` score every codeword too, ``(B, 2 ** n_bits, K[, K])``, and ``logits``
+    takes each play's ``codewords (B,)``.
     """
 
     design: str
@@ -62,6 +65,7 @@ class ClaimJudge(Judge, Protocol):
     conditioned: bool
     n_queries: int
     n_cells: int
+    n_bits: int
 
     def claim_scores(self, values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor: ...
 

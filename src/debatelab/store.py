@@ -21,6 +21,7 @@ import numpy as np
 import torch
 import zarr
 
+from .cluster import run_pieces
 from .errors import CacheError
 from .judges.allmask import all_mask_probs
 from .judges.cnn import JudgeCNN
@@ -171,11 +172,14 @@ def dump_all_mask_probs(
     chunk_images: int = 64,
     progress: bool = True,
     stop_after_chunks: int | None = None,
+    where=1,
 ) -> AllMaskStore:
     """Compute (or resume) the store of all-mask probabilities of ``images`` at ``path``.
 
     ``attrs`` (variant, judge key, image range, ...) are recorded and must match when resuming.
     ``stop_after_chunks`` computes at most that many chunks and returns (used to test resuming).
+    Chunks are computed where ``where`` says (local processes or a Ray cluster,
+    :func:`debatelab.cluster.run_pieces`) and written here, each marked done once written.
     """
     path = Path(path)
     n_masks = comb(grid * grid, reveal)
@@ -214,12 +218,21 @@ def dump_all_mask_probs(
     todo = np.flatnonzero(~done)
     size = store.chunk_images
     _check_free_space(path, len(todo) * size * n_masks * shape[2] * 2)
-    for n_done, c in enumerate(progress_bar(todo, enabled=progress, desc=f"dump {path.name}",
-                                            unit="chunk")):  # fmt: skip
-        if stop_after_chunks is not None and n_done >= stop_after_chunks:
-            break
-        lo, hi = c * size, min((c + 1) * size, len(images))
-        probs = all_mask_probs(model, images[lo:hi], grid=grid, reveal=reveal)
-        store.probs[lo:hi] = probs.astype(np.float16)
-        store.group["done"][c] = True
+    if stop_after_chunks is not None:
+        todo = todo[:stop_after_chunks]
+    bounds = [(c * size, min((c + 1) * size, len(images))) for c in todo]
+    pieces = [(model, images[lo:hi], grid, reveal) for lo, hi in bounds]
+    bar = progress_bar(total=len(todo), enabled=progress, desc=f"dump {path.name}", unit="chunk")
+    for i, probs in run_pieces(_dump_piece, pieces, where):
+        lo, hi = bounds[i]
+        store.probs[lo:hi] = probs
+        store.group["done"][todo[i]] = True
+        bar.update()
+    bar.close()
     return store
+
+
+def _dump_piece(piece) -> np.ndarray:
+    """One chunk of the store, where it runs: the judge's float16 probabilities on every mask."""
+    model, images, grid, reveal = piece
+    return all_mask_probs(model, images, grid=grid, reveal=reveal).astype(np.float16)

@@ -7,11 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..report.runs import RunFolder
-from .setup import ImagesConfig, judges_and_store
+from .setup import ImagesConfig, WorkersConfig, judges_and_store
 
 
 @dataclass
-class DumpConfig(ImagesConfig):
+class DumpConfig(ImagesConfig, WorkersConfig):
     """Settings of one all-mask dump."""
 
 

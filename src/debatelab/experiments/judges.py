@@ -72,6 +72,10 @@ class ScheduleConfig:
         default="auto", compare=False, metadata={"choices": ("auto", "cpu", "cuda")}
     )
     """Where to train: a CUDA device when there is one (auto), else the CPU."""
+    cluster: str = field(default="local", compare=False)
+    """Where the judges of a sweep train: local (one after another here), ray (a local Ray
+    instance), ray:auto (join the running Ray cluster) or ray:HOST:PORT (one task per judge,
+    with a GPU when --device is cuda); results do not depend on it."""
 
     def onpolicy(self, protocol: str, rule: str, control: bool, seed: int | None = None):
         """The :class:`OnPolicyConfig` of one judge under this schedule."""
@@ -106,6 +110,43 @@ def published_final(design: str, variant: str, cfg: OnPolicyConfig) -> dict[str,
 def train_one(cfg: OnPolicyConfig, folder: RunFolder, device: str, data=None):
     data = data if data is not None else load_variant(cfg.variant, folder.data_dir)
     return get_onpolicy_judge(cfg, data, folder.cache_dir, folder.progress, device=device)
+
+
+def train_many(cfgs: list[OnPolicyConfig], folder: RunFolder, device: str, data,
+               cluster: str = "local") -> list:  # fmt: skip
+    """Every judge of ``cfgs`` (cached ones read back), trained where ``cluster`` says: here,
+    one after another, or one Ray task per judge (each resumable per epoch in the shared
+    cache; the finished checkpoint is written here, by the driver). In the order of ``cfgs``."""
+    from ..cluster import Cluster, run_pieces
+    from ..judges.train import cached_judge, find_cached
+
+    where = Cluster.parse(cluster)
+    if where.kind == "local":
+        return [train_one(cfg, folder, device, data) for cfg in cfgs]
+    out = {i: find_cached(cfg, folder.cache_dir) for i, cfg in enumerate(cfgs)}
+    todo = [i for i, judge in out.items() if judge is None]
+    pieces = [(cfgs[i], folder.data_dir, folder.cache_dir, device) for i in todo]
+    for k, trained in run_pieces(_train_piece, pieces, where, num_gpus=device == "cuda"):
+        i = todo[k]
+        out[i] = cached_judge(cfgs[i], folder.cache_dir, False, lambda _partial, t=trained: t)
+        folder.echo(f"trained {cfgs[i].name}")
+    return [out[i] for i in range(len(cfgs))]
+
+
+def _train_piece(piece):
+    """One judge, where it runs: trained on-policy (resuming from its partial checkpoint in the
+    shared cache) and returned to the driver, which stores it."""
+    from ..judges.train import judge_path
+    from .judges_train import train_onpolicy
+
+    cfg, data_dir, cache_dir, device = piece
+    data = load_variant(cfg.variant, data_dir)
+    path = judge_path(cfg, cache_dir)
+    partial = path.with_name(f"{cfg.key()}.partial.pt")
+    partial.parent.mkdir(parents=True, exist_ok=True)
+    trained = train_onpolicy(cfg, data, partial, progress=False, device=device)
+    trained.model.cpu()
+    return trained
 
 
 def final_metrics(history: list[dict]) -> dict[str, float]:
@@ -213,9 +254,9 @@ def run_sweep(config: SweepJudgesConfig, folder: RunFolder) -> dict:
     data = load_variant(config.variant, folder.data_dir)
     rows, histories, published = [], {}, {}
     metrics: dict = {}
-    for protocol, rule, control in TRAINED_SWEEP:
-        cfg = config.onpolicy(protocol, rule, control)
-        judge = train_one(cfg, folder, device, data)
+    cfgs = [config.onpolicy(protocol, rule, control) for protocol, rule, control in TRAINED_SWEEP]
+    judges = train_many(cfgs, folder, device, data, config.cluster)
+    for cfg, judge in zip(cfgs, judges, strict=True):
         ours = final_metrics(judge.history)
         rows.append((cfg, ours, published_final(config.design, config.variant, cfg)))
         histories[cfg.name] = judge.history

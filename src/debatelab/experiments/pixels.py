@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from ..atomic import write_json
+from ..cluster import Cluster, run_pieces
 from ..data import load_raw
 from ..games.agents import MCTSAgent, MCTSConfig, PolicyAgent, greedy_agent, random_agent
 from ..games.pixels import PixelRules, image_honest_wins, liar_games, play
@@ -71,6 +72,9 @@ class PixelExperimentConfig:
     """Where the judge runs (cpu or cuda)."""
     threads: int | None = field(default=None, compare=False, metadata={"min": 1})
     """Torch CPU threads (default: torch's choice)."""
+    cluster: str = field(default="local", compare=False)
+    """Where chunks of games are played: local (this process), ray (a local Ray instance),
+    ray:auto (join the running Ray cluster) or ray:HOST:PORT; results do not depend on it."""
 
     def __post_init__(self):
         if self.agent not in AGENTS:
@@ -120,24 +124,43 @@ def play_protocol(
     protocol = "precommit" if precommit else "no_precommit"
     per_image = 9 if precommit else 1
     chunk_images = max(1, cfg.batch_games // per_image)
-    agent = cfg.make_agent()
-    rows: list[dict] = []
-    starts = range(0, len(images), chunk_images)
-    for c, start in enumerate(progress_bar(starts, enabled=progress, desc=protocol)):
+    by_chunk: dict[int, list[dict]] = {}
+    pieces, paths = [], []
+    for c, start in enumerate(range(0, len(images), chunk_images)):
         path = folder / f"{protocol}-{first_index + start:05d}.json"
         if path.exists():
-            rows.extend(json.loads(path.read_text()))
+            by_chunk[c] = json.loads(path.read_text())
             continue
         stop = min(start + chunk_images, len(images))
-        games, image_of = liar_games(images[start:stop], labels[start:stop], rules)
-        record = play(games, agent, agent, judge, _chunk_generator(cfg.seed, protocol, c))
-        chunk_rows = record.log_rows()
-        for row, i in zip(chunk_rows, image_of, strict=True):
-            row["image"] = int(first_index + start + i)
-            row["protocol"] = protocol
+        pieces.append((cfg, judge, images[start:stop], labels[start:stop], rules,
+                       first_index + start, protocol, c))  # fmt: skip
+        paths.append((c, path))
+    bar = progress_bar(total=len(pieces), enabled=progress, desc=protocol, unit="chunk")
+    where = Cluster.parse(cfg.cluster)
+    for i, (chunk_rows, evaluations) in run_pieces(_play_chunk, pieces, where,
+                                                   num_gpus=cfg.device == "cuda"):  # fmt: skip
+        c, path = paths[i]
         write_json(path, chunk_rows)
-        rows.extend(chunk_rows)
-    return rows
+        by_chunk[c] = chunk_rows
+        if where.kind != "local":  # games played here count themselves
+            judge.evaluations += evaluations
+        bar.update()
+    bar.close()
+    return [row for c in sorted(by_chunk) for row in by_chunk[c]]
+
+
+def _play_chunk(piece) -> tuple[list[dict], int]:
+    """One chunk of games, where it runs: their log rows and the judge evaluations spent."""
+    cfg, judge, images, labels, rules, first, protocol, c = piece
+    before = judge.evaluations
+    games, image_of = liar_games(images, labels, rules)
+    agent = cfg.make_agent()
+    record = play(games, agent, agent, judge, _chunk_generator(cfg.seed, protocol, c))
+    rows = record.log_rows()
+    for row, i in zip(rows, image_of, strict=True):
+        row["image"] = int(first + i)
+        row["protocol"] = protocol
+    return rows, judge.evaluations - before
 
 
 def image_win_rate(rows: list[dict]) -> float:
@@ -282,7 +305,7 @@ def report_text(cfg: PixelExperimentConfig, m: dict) -> str:
 
 def play_settings(cfg: PixelExperimentConfig) -> dict:
     """The settings that decide the games: stored chunks are reused only under their hash."""
-    skip = ("examples", "accuracy_draws", "threads")
+    skip = ("examples", "accuracy_draws", "threads", "cluster")
     return {k: v for k, v in asdict(cfg).items() if k not in skip}
 
 

@@ -75,10 +75,20 @@ class ImagesConfig(JudgeSetupConfig):
 
 @dataclass
 class WorkersConfig:
-    """How many processes solve image chunks (results do not depend on it)."""
+    """Where image chunks are solved: local processes or a Ray cluster (results do not depend
+    on it)."""
 
     workers: int = field(default=1, compare=False, metadata={"min": 1})
     """Processes solving image chunks in parallel (results do not depend on it)."""
+    cluster: str = field(default="local", compare=False)
+    """local (this machine, --workers processes), ray (a local Ray instance), ray:auto (join
+    the running Ray cluster) or ray:HOST:PORT; results do not depend on it."""
+
+    def where(self):
+        """The :class:`debatelab.cluster.Cluster` of these settings."""
+        from ..cluster import Cluster
+
+        return Cluster.parse(self.cluster, self.workers)
 
 
 @dataclass
@@ -123,9 +133,10 @@ def monte_carlo_accuracy(
 
 
 def dump_store(
-    setup: JudgeSetup, images: str = "all", cache=None, progress: bool = True
+    setup: JudgeSetup, images: str = "all", cache=None, progress: bool = True, where=1
 ) -> AllMaskStore:
-    """The sparse judge's all-mask probabilities on a slice of the test set (resumable)."""
+    """The sparse judge's all-mask probabilities on a slice of the test set (resumable; chunks
+    computed where ``where`` says)."""
     sl = parse_images(images, len(setup.data.x_test))
     cfg = setup.config
     path = store_path(cfg.variant, setup.sparse.config.key(), cfg.grid, cfg.reveal, sl.start,
@@ -136,7 +147,7 @@ def dump_store(
         attrs["image_step"] = sl.step
     return dump_all_mask_probs(
         setup.sparse.model, setup.data.x_test[sl], path, cfg.grid, cfg.reveal,
-        attrs=attrs, progress=progress,
+        attrs=attrs, progress=progress, where=where,
     )  # fmt: skip
 
 
@@ -160,6 +171,10 @@ def judges_and_store(config: ImagesConfig, folder) -> tuple[JudgeSetup, AllMaskS
     data = load_variant(config.variant, folder.data_dir)
     parse_images(config.images, len(data.x_test))
     setup = prepare_judges(config, folder.data_dir, folder.cache_dir, folder.progress, data=data)
-    store = dump_store(setup, config.images, folder.cache_dir, progress=folder.progress)
+    where = config.where() if isinstance(config, WorkersConfig) else 1
+    if where.kind == "local" if not isinstance(where, int) else True:
+        where = 1  # torch already spreads one process's dump over every local core
+    store = dump_store(setup, config.images, folder.cache_dir, progress=folder.progress,
+                       where=where)  # fmt: skip
     folder.extra["store"] = str(store.path)
     return setup, store

@@ -122,10 +122,10 @@ def run_variant(config: SweepConfig, sweep_images: str, curves_images: str,
     else:
         curves_store = store if curves_images == config.images else stored(curves_images)[1]
         curves = clock("curves", curves_only, curves_store, folder, labels_of(curves_store),
-                       config.workers, folder.progress)  # fmt: skip
+                       config.where(), folder.progress)  # fmt: skip
     metrics.update({k: v for k, v in curves.items() if k.startswith(CURVE_KEYS)})
     if curves_images != config.images:  # exact play on --images itself (0.06 CPU-s per image)
-        exact = clock("exact_play", exact_play_metrics, store, labels_of(store), config.workers)
+        exact = clock("exact_play", exact_play_metrics, store, labels_of(store), config.where())
         metrics.update(exact)
     metrics["sweep_n_images"] = swept["n_images"]
     metrics["curves_n_images"] = curves["n_images"]

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from math import comb
 from pathlib import Path
@@ -26,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from ..atomic import write_atomic
+from ..cluster import Cluster, run_pieces
 from ..games.solver import solve_capabilities
 from ..judges.columns import standard_error
 from ..progress import progress as progress_bar
@@ -125,14 +125,13 @@ def _save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
     write_atomic(path, writer)
 
 
-def _chunk_task(args) -> tuple[int, dict[str, np.ndarray]]:
-    index, path, lo, hi, labels, plan, chunk_file = args
+def _chunk_task(args) -> dict[str, np.ndarray]:
+    """One chunk of the sweep, where it runs (this process, a worker, a Ray node): it reads the
+    store and returns its sums; the driver writes them."""
+    path, lo, hi, labels, plan = args
     store = open_store(path)
     probs = np.asarray(store.probs[lo:hi], dtype=np.float32)
-    result = solve_chunk(probs, labels, plan)
-    if chunk_file is not None:
-        _save_npz(Path(chunk_file), result)
-    return index, result
+    return solve_chunk(probs, labels, plan)
 
 
 def run_sweep(
@@ -140,11 +139,13 @@ def run_sweep(
     labels: np.ndarray,
     plan: SweepPlan | None = None,
     chunk_dir: Path | None = None,
-    workers: int = 1,
+    where: Cluster | str | int = 1,
     progress: bool = True,
     n_images: int | None = None,
 ) -> dict[str, np.ndarray]:
     """Solve every chunk of ``store`` (resuming from ``chunk_dir``) and combine the results.
+    Chunks run where ``where`` says (a number of local processes, or a
+    :class:`debatelab.cluster.Cluster`); each finished chunk is written by this process.
 
     ``labels`` cover the store's images (or its first ``n_images``, which limits the sweep).
 
@@ -157,7 +158,7 @@ def run_sweep(
     if len(labels) != n:
         raise ValueError(f"the store holds {n} images but {len(labels)} labels were given")
     size = store.chunk_images
-    tasks, results = [], {}
+    tasks, files, results = [], [], {}
     for index, lo in enumerate(range(0, n, size)):
         hi = min(lo + size, n)
         chunk_file = None if chunk_dir is None else Path(chunk_dir) / f"chunk_{lo:06d}_{hi:06d}.npz"
@@ -165,21 +166,17 @@ def run_sweep(
             with np.load(chunk_file) as saved:
                 results[index] = {k: saved[k] for k in saved.files}
             continue
-        tasks.append((index, str(store.path), lo, hi, labels[lo:hi], plan,
-                      None if chunk_file is None else str(chunk_file)))  # fmt: skip
+        tasks.append((str(store.path), lo, hi, labels[lo:hi], plan))
+        files.append((index, chunk_file))
     if chunk_dir is not None:
         Path(chunk_dir).mkdir(parents=True, exist_ok=True)
     bar = progress_bar(total=len(tasks), enabled=progress, desc="sweep", unit="chunk")
-    if workers > 1 and len(tasks) > 1:
-        with ProcessPoolExecutor(workers) as pool:
-            for index, result in pool.map(_chunk_task, tasks):
-                results[index] = result
-                bar.update()
-    else:
-        for task in tasks:
-            index, result = _chunk_task(task)
-            results[index] = result
-            bar.update()
+    for i, result in run_pieces(_chunk_task, tasks, where):
+        index, chunk_file = files[i]
+        if chunk_file is not None:
+            _save_npz(chunk_file, result)
+        results[index] = result
+        bar.update()
     bar.close()
     return combine(results[i] for i in sorted(results))
 
@@ -200,7 +197,7 @@ def combine(chunks: Iterable[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
 
 
 def exact_play_metrics(
-    store: AllMaskStore, labels: np.ndarray, workers: int = 1, progress: bool = False
+    store: AllMaskStore, labels: np.ndarray, where: Cluster | str | int = 1, progress: bool = False
 ) -> dict[str, float]:
     """Exact play (k = 1 for both players, asym rule) of consultancy, 2-turn and 4-turn debate.
 
@@ -217,7 +214,7 @@ def exact_play_metrics(
         for p in full.protocols
     )
     plan = SweepPlan(n_cells, reveal, 1, 1, 1, protocols)
-    res = run_sweep(store, labels, plan, workers=workers, progress=progress)
+    res = run_sweep(store, labels, plan, where=where, progress=progress)
     return exact_columns(res)
 
 

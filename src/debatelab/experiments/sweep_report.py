@@ -215,13 +215,13 @@ def sweep_store(setup, store, config: SweepConfig, folder: RunFolder) -> dict:
     sl = image_slice(store.attrs)
     return frozen_judge_sweep(
         folder, store, setup.data.y_test[sl].numpy(), config.variant, config.images, config.seed,
-        test_images=setup.data.x_test[sl][:256].numpy(), workers=config.workers,
+        test_images=setup.data.x_test[sl][:256].numpy(), where=config.where(),
         progress=folder.progress,
     )  # fmt: skip
 
 
 def keyed_sweep(run: RunFolder, name: str, store, labels: np.ndarray, plan: SweepPlan,
-                workers: int = 1, progress: bool = True, n_images: int | None = None) -> dict:  # fmt: skip
+                where=1, progress: bool = True, n_images: int | None = None) -> dict:  # fmt: skip
     """:func:`.sweep.run_sweep` with its finished chunks kept in ``run``'s folder ``name``.
 
     Chunks are keyed by everything that decides them, the store (judge, images) and the plan,
@@ -231,11 +231,11 @@ def keyed_sweep(run: RunFolder, name: str, store, labels: np.ndarray, plan: Swee
                          plan.consultancy_points],
                 "n_images": n_images}  # fmt: skip
     chunks = KeyedPieces(run.file(name), settings).folder
-    return run_sweep(store, labels, plan, chunk_dir=chunks, workers=workers,
+    return run_sweep(store, labels, plan, chunk_dir=chunks, where=where,
                      progress=progress, n_images=n_images)  # fmt: skip
 
 
-def curves_only(store, run: RunFolder, labels: np.ndarray, workers: int = 1,
+def curves_only(store, run: RunFolder, labels: np.ndarray, where=1,
                 progress: bool = True) -> dict:  # fmt: skip
     """Exact play, consultancy's curve and both debates' diagonals on every image of ``store``
     (no heat-map grid: about two thirds of the whole sweep's cost, most of it the diagonals),
@@ -243,7 +243,7 @@ def curves_only(store, run: RunFolder, labels: np.ndarray, workers: int = 1,
     capability) with standard errors of the exact-play columns."""
     plan = SweepPlan.build(store.attrs.get("grid", 6) ** 2, store.attrs.get("reveal", 4),
                            grid_points=0)  # fmt: skip
-    res = keyed_sweep(run, "curve_chunks", store, labels, plan, workers, progress)
+    res = keyed_sweep(run, "curve_chunks", store, labels, plan, where, progress)
     return summary_metrics(res, protocol_arrays(res, plan))
 
 
@@ -257,7 +257,7 @@ def frozen_judge_sweep(
     test_images: np.ndarray | None = None,
     references: dict[str, float] | None = None,
     plan: SweepPlan | None = None,
-    workers: int = 1,
+    where=1,
     progress: bool = True,
     n_images: int | None = None,
 ) -> dict:
@@ -268,7 +268,7 @@ def frozen_judge_sweep(
     timings = {}
     start = time.perf_counter()
     plan = plan or SweepPlan.build(store.attrs.get("grid", 6) ** 2, store.attrs.get("reveal", 4))
-    res = keyed_sweep(run, "chunks", store, labels, plan, workers, progress, n_images)
+    res = keyed_sweep(run, "chunks", store, labels, plan, where, progress, n_images)
     timings["solve"] = time.perf_counter() - start
     arrays = protocol_arrays(res, plan)
     np.savez(run.file("sweep_arrays.npz"), **arrays)

@@ -39,7 +39,7 @@ def run(config: TableConfig, folder: RunFolder) -> dict:
     metrics = exact_metrics(setup, store)
     sl = image_slice(store.attrs)
     y = setup.data.y_test
-    metrics.update(exact_play_metrics(store, y[sl].numpy(), config.workers, folder.progress))
+    metrics.update(exact_play_metrics(store, y[sl].numpy(), config.where(), folder.progress))
     which = describe_images(sl, len(y))
     metrics["images"] = which
     table = setup_table(config.variant, metrics, list(SETUP_COLUMNS),
