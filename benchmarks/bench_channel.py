@@ -4,7 +4,7 @@ With bits, every cell path of the search is scored under all 16 codewords (and, 
 every (d_A, d_B)): the trunk runs once per path, the head 16 times as often as in the nested
 control. For each dataset and arm this prints the search's leaves per second (a leaf = one
 (cell path, codeword); the control's leaves are its cell paths), seconds per training step (the
-search on 128 training images + one Adam step), and from those the estimated wall time of each
+search + one Adam step, scaled to the preset's batch), and from those the estimated wall time of each
 arm and of the whole sweep under each preset (training steps, per-epoch evaluation and the
 diagnostics pass; baselines not included).
 
@@ -39,9 +39,9 @@ def arm_judge(protocol, bits, channels):
     return OnPolicyJudge("bit", model, family, rule, Grid(18, 6), channels), rule
 
 
-def time_arm(data, protocol, bits, branching, steps):
+def time_arm(data, protocol, bits, branching, steps, n_images):
     judge, rule = arm_judge(protocol, bits, data.in_channels)
-    x, y = data.x_train[:128], data.y_train[:128]
+    x, y = data.x_train[:n_images], data.y_train[:n_images]
     gen = torch.Generator().manual_seed(0)
     opt = torch.optim.Adam(judge.model.parameters(), lr=1e-3)
     judge.model.eval()
@@ -61,8 +61,8 @@ def time_arm(data, protocol, bits, branching, steps):
         loss.backward()
         opt.step()
     step = (time.perf_counter() - began) / steps
-    leaves = 128 * prod(branching) * (16 if bits else 1)
-    return leaves / search, search / 128, step
+    leaves = n_images * prod(branching) * (16 if bits else 1)
+    return leaves / search, search / n_images, step / n_images
 
 
 def main():
@@ -71,11 +71,18 @@ def main():
     parser.add_argument("--steps", type=int, default=2)
     parser.add_argument("--presets", default="cpu,paper")
     parser.add_argument("--datasets", default="fashionmnist-whitened,cifar10")
+    parser.add_argument(
+        "--images",
+        type=int,
+        default=32,
+        help="images per timed step (times are scaled to the preset's batch)",
+    )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    print(f"threads {args.threads}, {args.steps} timed steps per arm")
+    print(f"threads {args.threads}, {args.steps} timed steps of {args.images} images per arm")
     print(
-        "| dataset | preset | arm | cell paths | leaves/s | search s/img | step s | est. arm time |"
+        "| dataset | preset | arm | cell paths | leaves/s | search s/img | s/step (batch) | "
+        "est. arm time |"
     )
     print("|---|---|---|---|---|---|---|---|")
     for variant in args.datasets.split(","):
@@ -90,9 +97,10 @@ def main():
             total = 0.0
             for protocol, bits, budget_name in ARMS:
                 branching = BRANCHING[preset][channels][budget_name]
-                rate, per_image, step = time_arm(data, protocol, bits, branching, args.steps)
+                rate, per_image, step = time_arm(data, protocol, bits, branching, args.steps,
+                                                 args.images)  # fmt: skip
                 steps = -(-n_train // schedule["batch_size"])
-                step *= schedule["batch_size"] / 128
+                step *= schedule["batch_size"]  # seconds per step of the preset's batch
                 evals = schedule["epochs"] * n_eval + (n_eval if bits else 0)
                 arm = schedule["epochs"] * steps * step + evals * per_image
                 total += arm

@@ -335,3 +335,29 @@ def test_the_baseline_ensemble_reads_the_factorised_universe():
     assert fast.shape == (2, 126, 10)
     assert (fast - naive).abs().max() <= 1e-5
     torch.testing.assert_close(naive.sum(-1), torch.ones(2, 126))
+
+
+def test_bits_train_command_writes_a_run_and_reads_the_cache_back(tmp_path, data_root,
+                                                                   one_torch_thread):  # fmt: skip
+    import json
+
+    from click.testing import CliRunner
+
+    from debatelab.cli import main
+
+    args = ["bits", "train", "--dataset", "fashionmnist-whitened", "--protocol", "debate4",
+            "--epochs", "1", "--train-limit", "64", "--eval-images", "0:10000:500",
+            "--branching", "2,1,1,2", "--data-dir", str(data_root), "--cache-dir",
+            str(tmp_path / "cache"), "--quiet"]  # fmt: skip
+    first = CliRunner().invoke(main, [*args, "--out", str(tmp_path / "a")])
+    assert first.exit_code == 0, first.output
+    metrics = json.loads((tmp_path / "a" / "metrics.json").read_text())
+    assert {"selection", "judge", "belief", "loss", "checkpoint"} <= metrics.keys()
+    assert "debate4_bits_4" in metrics["checkpoint"]
+    manifest = json.loads((tmp_path / "a" / "manifest.json").read_text())
+    assert manifest["seeds"] == {"init": 2, "loop": 4}  # arm index 2, four turns
+    again = CliRunner().invoke(main, [*args, "--out", str(tmp_path / "b")])
+    assert again.exit_code == 0, again.output
+    assert json.loads((tmp_path / "b" / "metrics.json").read_text())["judge"] == metrics["judge"]
+    bad = CliRunner().invoke(main, [*args, "--branching", "4,4", "--out", str(tmp_path / "c")])
+    assert bad.exit_code != 0 and "4 turn(s)" in bad.output

@@ -24,7 +24,7 @@ from ..judges.onpolicy import OnPolicyConfig
 from ..reference import CHANNEL_DELTAS, CHANNEL_ENTROPY
 from ..report.runs import RunFolder
 from ..store import parse_images
-from .judges import final_metrics, resolve_device, train_many, train_one
+from .judges import final_metrics, resolve_device, train_many
 
 #: Cell candidates per node of each arm (§4's budgets), by image channels (1: FashionMNIST's
 #: budgets, 3: CIFAR-10's). ``consultancy`` is the bits arm and its nested control;
@@ -88,8 +88,14 @@ class ChannelSchedule:
     )
     """Where to train: a CUDA device when there is one (auto), else the CPU."""
     cluster: str = field(default="local", compare=False)
-    """Where the arms of a sweep train: local (one after another here), ray, ray:auto or
-    ray:HOST:PORT (one Ray task per arm); results do not depend on it."""
+    """Where the arms train: local (one after another here), ray (a local Ray instance),
+    ray:auto (join the running Ray cluster) or ray:HOST:PORT (one Ray task per arm, with a GPU
+    when --device is cuda); results do not depend on it."""
+
+    def __post_init__(self):
+        from ..cluster import Cluster
+
+        Cluster.parse(self.cluster)  # a bad --cluster fails before any training
 
     def chosen(self) -> dict:
         out = dict(PRESETS[self.preset])
@@ -136,7 +142,7 @@ def run(config: ChannelArmConfig, folder: RunFolder) -> dict:
     emits a symbol (one bit per revealed cell) chosen by the same minimax as the cells, and
     the judge reads the play's 4 bits; `--control` is its nested control without them. Writes
     history.json and curves.png; prints selection, judge accuracy and belief."""
-    device = resolve_device(config.device)
+    device = resolve_device(config.device, config.cluster)
     branching = None
     if config.branching:
         branching = tuple(int(v) for v in config.branching.replace(" ", "").split(","))
@@ -144,7 +150,7 @@ def run(config: ChannelArmConfig, folder: RunFolder) -> dict:
                      _channels(config.variant), branching)  # fmt: skip
     folder.seeds.update(init=cfg.seed, loop=cfg.loop_seed)
     data = load_variant(cfg.variant, folder.data_dir)
-    judge = train_one(cfg, folder, device, data)
+    (judge,) = train_many([cfg], folder, device, data, config.cluster)
     (folder.path / "history.json").write_text(json.dumps(judge.history, indent=1))
     from ..report.plots import epoch_curves
 
@@ -224,7 +230,8 @@ def run_sweep(config: ChannelSweepConfig, folder: RunFolder) -> dict:
     """
     from ..games.sampled_play import channel_diagnostics
 
-    device = resolve_device(config.device)
+    device = resolve_device(config.device, config.cluster)
+    here = resolve_device("auto") if device == "cuda" else device  # diagnostics, baselines
     data = load_variant(config.variant, folder.data_dir)
     channels = data.in_channels
     chosen = config.chosen()
@@ -244,14 +251,14 @@ def run_sweep(config: ChannelSweepConfig, folder: RunFolder) -> dict:
             from .judges_train import load_onpolicy_judge
 
             judge = load_onpolicy_judge(trained.path)
-            judge.model.to(device)
+            judge.model.to(here)
             diagnostics[cfg.name] = channel_diagnostics(
-                judge, data.x_test[test.start : test.stop : test.step].to(device),
+                judge, data.x_test[test.start : test.stop : test.step].to(here),
                 data.y_test[test.start : test.stop : test.step], protocol=protocol,
                 rule=cfg.rule, seed=2_000_003 + cfg.seed, batch=64, branching=cfg.branching,
                 progress=folder.progress)  # fmt: skip
     budgets = sorted({prod(c.branching) for c in configs.values()})
-    base = baselines(config.variant, config.preset, folder, data, test, budgets, device)
+    base = baselines(config.variant, config.preset, folder, data, test, budgets, here)
     (folder.path / "histories.json").write_text(json.dumps(histories, indent=1))
     (folder.path / "diagnostics.json").write_text(json.dumps(diagnostics, indent=1))
     from ..report.plots import codeword_bars, epoch_curves

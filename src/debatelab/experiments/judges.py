@@ -29,9 +29,13 @@ PROTOCOLS = ("consultancy", "debate2", "debate4")
 METRICS = ("judge", "selection", "belief")
 
 
-def resolve_device(device: str) -> str:
+def resolve_device(device: str, cluster: str = "local") -> str:
+    """``auto``: CUDA when this machine has it. ``cuda`` on a Ray cluster is not checked here:
+    each judge's task asks the cluster for a GPU."""
     import torch
 
+    if device == "cuda" and cluster != "local":
+        return device
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cuda" and not torch.cuda.is_available():
@@ -73,9 +77,14 @@ class ScheduleConfig:
     )
     """Where to train: a CUDA device when there is one (auto), else the CPU."""
     cluster: str = field(default="local", compare=False)
-    """Where the judges of a sweep train: local (one after another here), ray (a local Ray
-    instance), ray:auto (join the running Ray cluster) or ray:HOST:PORT (one task per judge,
-    with a GPU when --device is cuda); results do not depend on it."""
+    """Where the judges train: local (one after another here), ray (a local Ray instance),
+    ray:auto (join the running Ray cluster) or ray:HOST:PORT (one Ray task per judge, with a
+    GPU when --device is cuda); results do not depend on it."""
+
+    def __post_init__(self):
+        from ..cluster import Cluster
+
+        Cluster.parse(self.cluster)  # a bad --cluster fails before any training
 
     def onpolicy(self, protocol: str, rule: str, control: bool, seed: int | None = None):
         """The :class:`OnPolicyConfig` of one judge under this schedule."""
@@ -165,11 +174,11 @@ def run(config: JudgeConfig, folder: RunFolder) -> dict:
     judge is read back). Writes history.json, curves.png (the published curve dashed, where
     there is one) and the final numbers beside the published ones.
     """
-    device = resolve_device(config.device)
+    device = resolve_device(config.device, config.cluster)
     cfg = config.onpolicy(config.protocol, config.rule, config.control, config.seed)
     folder.seeds["train"] = cfg.seed
     data = load_variant(cfg.variant, folder.data_dir)
-    judge = train_one(cfg, folder, device, data)
+    (judge,) = train_many([cfg], folder, device, data, config.cluster)
     history = judge.history
     (folder.path / "history.json").write_text(json.dumps(history, indent=1))
     from ..report.plots import epoch_curves
@@ -250,7 +259,7 @@ def run_sweep(config: SweepJudgesConfig, folder: RunFolder) -> dict:
     stopped. Writes report.md (the table beside the published one), histories.json and
     curves.png (every judge's metrics against epochs, published curves dashed).
     """
-    device = resolve_device(config.device)
+    device = resolve_device(config.device, config.cluster)
     data = load_variant(config.variant, folder.data_dir)
     rows, histories, published = [], {}, {}
     metrics: dict = {}

@@ -86,6 +86,7 @@ class PixelExperimentConfig:
                     f"{self.agent!r}"
                 ) from None
         PixelRules(self.pixels, self.first)  # validates pixels and first
+        Cluster.parse(self.cluster)
         if self.rollouts < 1 or self.batch_games < 1 or self.accuracy_draws < 1:
             raise ValueError("rollouts, batch_games and accuracy_draws must be >= 1")
 

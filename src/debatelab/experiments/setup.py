@@ -46,6 +46,8 @@ class JudgeSetupConfig:
     """Train on the first N training images only, for quick checks (default: all)."""
 
     def __post_init__(self):
+        if isinstance(self, WorkersConfig):  # a bad --cluster fails before any training
+            self.where()
         self.grid, self.reveal = int(self.grid), int(self.reveal)
         n_cells = self.grid * self.grid
         if not 1 <= self.reveal <= n_cells:
