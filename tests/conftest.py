@@ -129,3 +129,28 @@ def demo_server(demo_models):
     yield f"http://127.0.0.1:{port}"
     server.should_exit = True
     thread.join(timeout=10)
+
+
+@pytest.fixture
+def pixel_stand_ins(monkeypatch):
+    """The pixels experiment on 30 synthetic sparse digits and a tiny untrained pixel judge
+    (widths 2, 4): its whole machinery in seconds."""
+    import numpy as np
+    import torch
+
+    from debatelab.experiments import pixels as experiment
+    from debatelab.judges.pixel import PixelTrainConfig, TrainedPixelJudge, make_pixel_model
+
+    rng = np.random.default_rng(0)
+    x = ((rng.random((30, 28, 28)) < 0.1) * rng.integers(1, 256, (30, 28, 28))).astype(np.uint8)
+    y = rng.integers(0, 10, 30).astype(np.uint8)
+    monkeypatch.setattr(experiment, "load_raw", lambda *a, **k: (x, y))
+
+    def judge(cfg, *a, **k):
+        with torch.random.fork_rng():
+            torch.manual_seed(0)
+            model = make_pixel_model(PixelTrainConfig(pixels=cfg.pixels, widths=(2, 4))).eval()
+        return TrainedPixelJudge(model, cfg, [], None)
+
+    monkeypatch.setattr(experiment, "get_pixel_judge", judge)
+    return x, y

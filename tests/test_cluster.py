@@ -145,23 +145,10 @@ def test_a_worker_killed_mid_piece_is_retried_and_written_once(cluster, mnist, t
         assert np.array_equal(whole[key], survived[key]), key
 
 
-def test_a_pixel_run_on_ray_equals_the_local_run(cluster, tmp_path, monkeypatch,
+def test_a_pixel_run_on_ray_equals_the_local_run(cluster, tmp_path, pixel_stand_ins,
                                                  one_torch_thread):  # fmt: skip
     from debatelab.experiments import pixels as experiment
-    from debatelab.judges.pixel import PixelTrainConfig, TrainedPixelJudge, make_pixel_model
 
-    rng = np.random.default_rng(0)
-    x = ((rng.random((30, 28, 28)) < 0.1) * rng.integers(1, 256, (30, 28, 28))).astype(np.uint8)
-    y = rng.integers(0, 10, 30).astype(np.uint8)
-    monkeypatch.setattr(experiment, "load_raw", lambda *a, **k: (x, y))
-
-    def judge(cfg, *a, **k):
-        with torch.random.fork_rng():
-            torch.manual_seed(0)
-            model = make_pixel_model(PixelTrainConfig(pixels=cfg.pixels, widths=(2, 4))).eval()
-        return TrainedPixelJudge(model, cfg, [], None)
-
-    monkeypatch.setattr(experiment, "get_pixel_judge", judge)
     runs = {}
     for where in ("local", str(cluster)):
         cfg = experiment.PixelExperimentConfig(pixels=2, rollouts=3, images="0:4", batch_games=9,

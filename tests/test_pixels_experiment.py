@@ -10,26 +10,14 @@ from click.testing import CliRunner
 
 from debatelab.cli import main
 from debatelab.experiments import pixels as experiment
-from debatelab.judges.pixel import PixelTrainConfig, TrainedPixelJudge, make_pixel_model
+from debatelab.judges.pixel import PixelTrainConfig
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture
-def stand_ins(monkeypatch):
-    rng = np.random.default_rng(0)
-    x = ((rng.random((30, 28, 28)) < 0.1) * rng.integers(1, 256, (30, 28, 28))).astype(np.uint8)
-    y = rng.integers(0, 10, 30).astype(np.uint8)
-    monkeypatch.setattr(experiment, "load_raw", lambda *a, **k: (x, y))
-
-    def judge(cfg, *a, **k):
-        with torch.random.fork_rng():
-            torch.manual_seed(0)
-            model = make_pixel_model(PixelTrainConfig(pixels=cfg.pixels, widths=(2, 4))).eval()
-        return TrainedPixelJudge(model, cfg, [], None)
-
-    monkeypatch.setattr(experiment, "get_pixel_judge", judge)
-    return x, y
+def stand_ins(pixel_stand_ins):
+    return pixel_stand_ins
 
 
 def test_pixels_command_writes_a_run_folder_and_resumes(stand_ins, tmp_path, monkeypatch):
