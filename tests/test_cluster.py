@@ -95,6 +95,15 @@ def test_dump_and_sweep_on_ray_equal_the_local_run(cluster, mnist, tmp_path, one
     images = _images(mnist, 6)
     local = dump_all_mask_probs(model, images, tmp_path / "local", chunk_images=2,
                                 progress=False)  # fmt: skip
+    # a driver that stops after one chunk on Ray, resumed there and then finished locally
+    part = dump_all_mask_probs(model, images, tmp_path / "moved", chunk_images=2,
+                               progress=False, where=cluster, stop_after_chunks=1)  # fmt: skip
+    assert part.done[:].tolist() == [True, False, False]
+    dump_all_mask_probs(model, images, tmp_path / "moved", chunk_images=2, progress=False,
+                        stop_after_chunks=1)  # fmt: skip
+    moved = dump_all_mask_probs(model, images, tmp_path / "moved", chunk_images=2,
+                                progress=False, where=cluster)  # fmt: skip
+    assert np.array_equal(local.probs[:], moved.probs[:])
     remote = dump_all_mask_probs(model, images, tmp_path / "ray", chunk_images=2,
                                  progress=False, where=cluster)  # fmt: skip
     assert remote.complete and np.array_equal(local.probs[:], remote.probs[:])

@@ -308,7 +308,7 @@ def channel_report(config, configs, results, diagnostics, base, n_images) -> str
               + ", ".join(f"{k} {pct(v)}" for k, v in base.items()), "",
               "**The channel's effect on judge accuracy** (bits arm minus nested control, "
               "points) and codeword entropy (bits, of 4):", "",
-              "| protocol | bits - control | published | entropy | published | "
+              "| protocol | bits - control (standard error) | published | entropy | published | "
               "ablation: judge / belief change |", "|---|---|---|---|---|---|"]  # fmt: skip
     deltas = channel_deltas(configs, results)
     pub_d = CHANNEL_DELTAS.get(config.variant, {})
@@ -317,7 +317,12 @@ def channel_report(config, configs, results, diagnostics, base, n_images) -> str
         if not cfg.bits:
             continue
         d = diagnostics[name]
-        lines.append(f"| {cfg.protocol} | {100 * deltas[cfg.protocol]:+.2f} | "
+        pair = results[name]["judge"] - deltas[cfg.protocol]  # the control's judge accuracy
+        se_delta = np.hypot(
+            *(np.sqrt(v * (1 - v) / n_images) for v in (pair, results[name]["judge"]))
+        )
+        lines.append(f"| {cfg.protocol} | {100 * deltas[cfg.protocol]:+.2f} "
+                     f"({100 * se_delta:.2f}) | "
                      f"{pub_d.get(cfg.protocol, '-')} | {d['codeword_entropy']:.2f} | "
                      f"{pub_h.get(cfg.protocol, '-')} | "
                      f"{100 * d['ablation_judge_accuracy_change']:+.2f} / "
