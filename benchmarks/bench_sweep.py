@@ -34,7 +34,7 @@ def time_sweep(store, labels, n: int, workers: int, out: str | None = None):
     plan = SweepPlan.build(store.attrs.get("grid", 6) ** 2, store.attrs.get("reveal", 4))
     wall, cpu, child = time.perf_counter(), time.process_time(), _children_cpu()
     if out is None:
-        run_sweep(store, labels[:n], plan, workers=workers, progress=False, n_images=n)
+        run_sweep(store, labels[:n], plan, where=workers, progress=False, n_images=n)
     else:
         from debatelab.data import load_variant
         from debatelab.experiments.sweep_report import frozen_judge_sweep
@@ -43,7 +43,7 @@ def time_sweep(store, labels, n: int, workers: int, out: str | None = None):
         run = RunFolder(out, "bench_sweep", {"images": f"0:{n}", "workers": workers})
         images = load_variant("mnist").x_test[:256].numpy()
         metrics = frozen_judge_sweep(run, store, labels[:n], "mnist", f"0:{n}",
-                                     test_images=images, plan=plan, workers=workers,
+                                     test_images=images, plan=plan, where=workers,
                                      progress=False, n_images=n)  # fmt: skip
         run.finish(metrics, store=str(store.path))
     cpu_s = time.process_time() - cpu + _children_cpu() - child

@@ -67,18 +67,26 @@ def cluster(tmp_path_factory, data_root):
     ray_cli = shutil.which("ray", path=str(Path(sys.executable).parent)) or "ray"
     port = _free_port()
     temp = tmp_path_factory.mktemp("ray")
+    # A throwaway cluster on 127.0.0.1 without token authentication, whatever ~/.ray holds (a
+    # local ray.init() of Ray >= 2.5x writes a token there that a later `ray start` would pick
+    # up): the head and this driver must agree, so both are told.
+    auth = os.environ.get("RAY_AUTH_MODE")
+    os.environ["RAY_AUTH_MODE"] = "disabled"
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "DEBATELAB_DATA": str(data_root),
            "OMP_NUM_THREADS": "1"}  # fmt: skip
     start = [ray_cli, "start", "--head", f"--port={port}", "--num-cpus=2", "--num-gpus=0",
              "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={temp}"]  # fmt: skip
-    subprocess.run(start, check=True, env=env, capture_output=True, timeout=180)
-    address = f"127.0.0.1:{port}"
     try:
-        yield Cluster("ray", address)
+        subprocess.run(start, check=True, env=env, capture_output=True, timeout=180)
+        yield Cluster("ray", f"127.0.0.1:{port}")
     finally:
         if ray.is_initialized():
             ray.shutdown()
         subprocess.run([ray_cli, "stop", "--force"], env=env, capture_output=True, timeout=120)
+        if auth is None:
+            os.environ.pop("RAY_AUTH_MODE", None)
+        else:
+            os.environ["RAY_AUTH_MODE"] = auth
 
 
 def _images(mnist, n):
