@@ -38,9 +38,18 @@ def _square(x):
     return x * x
 
 
+def _fails_on_two(x):
+    if x == 2:
+        raise ValueError("piece 2 failed")
+    return x
+
+
 def test_local_pieces_in_process_and_in_a_pool():
     assert list(run_pieces(_square, [1, 2, 3])) == [(0, 1), (1, 4), (2, 9)]
     assert sorted(run_pieces(_square, [1, 2, 3], 2)) == [(0, 1), (1, 4), (2, 9)]
+    for where in (1, 2):  # a piece that raises stops the run with its error
+        with pytest.raises(ValueError, match="piece 2 failed"):
+            list(run_pieces(_fails_on_two, [1, 2, 3], where))
 
 
 def test_ray_missing_says_how_to_install(monkeypatch):
@@ -157,6 +166,14 @@ def test_a_worker_killed_mid_piece_is_retried_and_written_once(cluster, mnist, t
     survived = sweep.run_sweep(store, labels, plan, tmp_path / "chunks", cluster,
                                progress=False)  # fmt: skip
     assert marker.exists()  # the worker really died once
+
+    def fails_on_two(x):  # defined here: Ray ships it by value (the test module is not on
+        if x == 2:  # the workers' path)
+            raise ValueError("piece 2 failed")
+        return x
+
+    with pytest.raises(ValueError, match="piece 2 failed"):  # an error is not retried: raised
+        list(run_pieces(fails_on_two, [1, 2, 3], cluster))
     assert sorted(writes) == sorted(set(writes)) and len(writes) == 3
     for key in whole:
         assert np.array_equal(whole[key], survived[key]), key

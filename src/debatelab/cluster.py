@@ -78,8 +78,8 @@ def ray_module():
 def _connect(cluster: Cluster):
     ray = ray_module()
     if not ray.is_initialized():
-        env = {"env_vars": {k: v for k, v in os.environ.items()
-                            if k.startswith("DEBATELAB_") or k in ("OMP_NUM_THREADS",)}}  # fmt: skip
+        # DEBATELAB_* only: Ray gives each task OMP_NUM_THREADS = its CPUs
+        env = {"env_vars": {k: v for k, v in os.environ.items() if k.startswith("DEBATELAB_")}}
         ray.init(address=cluster.address, runtime_env=env, log_to_driver=False,
                  include_dashboard=False, configure_logging=False)  # fmt: skip
     return ray
@@ -104,16 +104,23 @@ def run_pieces(fn: Callable[[Any], Any], pieces: Iterable[Any],
         ray = _connect(cluster)
         task = ray.remote(num_cpus=num_cpus, num_gpus=num_gpus, max_retries=RAY_RETRIES)(fn)
         pending = {task.remote(p): i for i, p in enumerate(pieces)}
-        while pending:
-            ready, _ = ray.wait(list(pending), num_returns=1)
-            for ref in ready:
-                yield pending.pop(ref), ray.get(ref)
+        try:
+            while pending:
+                ready, _ = ray.wait(list(pending), num_returns=1)
+                for ref in ready:
+                    yield pending.pop(ref), ray.get(ref)
+        finally:  # a piece that raised, or a driver that stops: the rest is not wanted
+            for ref in pending:
+                ray.cancel(ref, force=True)
         return
     if workers > 1 and len(pieces) > 1:
-        with ProcessPoolExecutor(min(workers, len(pieces))) as pool:
+        pool = ProcessPoolExecutor(min(workers, len(pieces)))
+        try:
             futures = {pool.submit(fn, p): i for i, p in enumerate(pieces)}
             for future in as_completed(futures):
                 yield futures[future], future.result()
+        finally:
+            pool.shutdown(cancel_futures=True)
         return
     for i, p in enumerate(pieces):
         yield i, fn(p)

@@ -334,6 +334,7 @@ def load_any_judge(path: str):
         from ..judges.train import load_judge
 
         cfg = load_judge(path, "onpolicy").config
+        judge.trained_config = cfg
         return judge, cfg.design, cfg.variant, cfg.protocol, cfg.rule, cfg.control
     judge = load_published_judge(path)
     return judge, name.design, name.dataset, name.protocol, name.rule, name.control
@@ -354,17 +355,19 @@ def run_eval(config: EvalJudgeConfig, folder: RunFolder) -> dict:
     data = load_variant(variant, folder.data_dir)
     sl = parse_images(config.images, len(data.x_test))
     folder.seeds["search"] = config.seed
+    # an argument-channel arm is evaluated on its own cell tree (its branching), not --budget
+    branching = getattr(getattr(judge, "trained_config", None), "branching", None)
     m = evaluate_trained_judge(judge, data.x_test[sl].to(device), data.y_test[sl],
                                protocol=protocol, rule=rule, control=control,
                                budget=config.budget, seed=config.seed, batch=config.batch,
                                progress=folder.progress, capability=config.capability,
-                               search=config.search)  # fmt: skip
+                               search=config.search, branching=branching)  # fmt: skip
     pub = TRAINED_JUDGES.get((design, variant), {}).get((protocol, rule, control), {})
     ours = {"judge": m.get("judge_accuracy"), "selection": m["selection_accuracy"],
             "belief": m.get("belief")}  # fmt: skip
     ours = {k: v for k, v in ours.items() if v is not None}
-    cfg = OnPolicyConfig(design=design, variant=variant, protocol=protocol, rule=rule,
-                         control=control)  # fmt: skip
+    cfg = getattr(judge, "trained_config", None) or OnPolicyConfig(
+        design=design, variant=variant, protocol=protocol, rule=rule, control=control)  # fmt: skip
     folder.echo(judge_table([(cfg, ours, pub)]))
     return {**m, "design": design, "variant": variant, "protocol": protocol, "rule": rule,
             "control": control, **{f"published_{k}": v for k, v in pub.items()}}  # fmt: skip
