@@ -173,8 +173,8 @@ def judges_and_store(config: ImagesConfig, folder) -> tuple[JudgeSetup, AllMaskS
     data = load_variant(config.variant, folder.data_dir)
     parse_images(config.images, len(data.x_test))
     setup = prepare_judges(config, folder.data_dir, folder.cache_dir, folder.progress, data=data)
-    where = config.where() if isinstance(config, WorkersConfig) else 1
-    if where.kind == "local" if not isinstance(where, int) else True:
+    where = config.where() if isinstance(config, WorkersConfig) else None
+    if where is None or where.kind == "local":
         where = 1  # torch already spreads one process's dump over every local core
     store = dump_store(setup, config.images, folder.cache_dir, progress=folder.progress,
                        where=where)  # fmt: skip
