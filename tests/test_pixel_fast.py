@@ -1,0 +1,86 @@
+"""The sparse forward of the pixel judge equals its dense forward (issue 18: 1e-5)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from debatelab.judges.cnn import JudgeCNN
+from debatelab.judges.pixel import PixelJudge, pixel_planes, random_nonzero_masks
+from debatelab.judges.pixel_fast import SparsePixelForward, revealed_pixels
+
+
+def judge_model(widths=(16, 32), seed=0) -> JudgeCNN:
+    """The pixel judge's architecture with weights far from their init (biases of both signs,
+    so ReLUs cut on the background too)."""
+    torch.manual_seed(seed)
+    model = JudgeCNN(in_channels=2, widths=widths, image_size=28).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.2 * torch.randn_like(p))
+    return model
+
+
+def dense(model, values, mask):
+    with torch.inference_mode():
+        return model(pixel_planes(values, mask))
+
+
+@pytest.mark.parametrize("pixels", [1, 2, 4, 6, 20])
+@pytest.mark.parametrize("widths", [(16, 32), (4, 8)])
+def test_sparse_equals_dense_on_random_positions(pixels, widths):
+    model = judge_model(widths, seed=pixels)
+    gen = torch.Generator().manual_seed(pixels)
+    values = torch.rand(300, 784, generator=gen) * (torch.rand(300, 784, generator=gen) < 0.3)
+    mask = random_nonzero_masks(values, pixels, gen)
+    fast = SparsePixelForward(model)(*revealed_pixels(values, mask))
+    assert torch.allclose(fast, dense(model, values, mask), atol=1e-5, rtol=0)
+
+
+def test_sparse_equals_dense_at_borders_clusters_and_uneven_rows():
+    """Corners and edges (clamped blocks), adjacent pixels (overlapping blocks, counted once),
+    rows revealing 0..9 pixels in one batch, and zero-valued revealed pixels."""
+    model = judge_model()
+    gen = torch.Generator().manual_seed(1)
+    values = torch.rand(200, 784, generator=gen)
+    values[:, ::7] = 0.0
+    mask = torch.zeros(200, 784, dtype=torch.bool)
+    corners = torch.tensor([0, 27, 756, 783, 28, 55, 1, 782])
+    for i in range(200):
+        n = i % 10
+        start = int(torch.randint(0, 784 - 60, (1,), generator=gen))
+        cluster = torch.tensor([start, start + 1, start + 28, start + 29, start + 57])
+        pool = torch.cat([corners, cluster, torch.randint(0, 784, (4,), generator=gen)])
+        chosen = pool[torch.randperm(len(pool), generator=gen)][:n]
+        mask[i, chosen] = True
+    fast = SparsePixelForward(model)(*revealed_pixels(values, mask))
+    assert torch.allclose(fast, dense(model, values, mask), atol=1e-5, rtol=0)
+
+
+def test_revealed_pixels_lists_each_rows_pixels_in_order():
+    mask = torch.zeros(3, 784, dtype=torch.bool)
+    mask[0, [5, 700, 3]] = True
+    mask[2, 10] = True
+    values = torch.arange(784.0).expand(3, 784) / 784
+    pixels, vals, present = revealed_pixels(values, mask)
+    assert present.tolist() == [[True] * 3, [False] * 3, [True, False, False]]
+    assert pixels[0].tolist() == [3, 5, 700] and int(pixels[2, 0]) == 10
+    assert torch.equal(vals, values.gather(1, pixels) * present)
+
+
+def test_pixel_judge_takes_the_sparse_path_and_agrees_with_dense():
+    model = judge_model()
+    sparse, dense_judge = PixelJudge(model), PixelJudge(model, sparse_limit=0)
+    assert sparse.sparse_forward() is not None and dense_judge.sparse_forward() is None
+    gen = torch.Generator().manual_seed(2)
+    values = torch.rand(64, 784, generator=gen)
+    mask = random_nonzero_masks(values, 6, gen)
+    assert torch.allclose(sparse.logits(values, mask), dense_judge.logits(values, mask), atol=1e-5)
+    # above the limit the judge runs the dense forward itself
+    many = random_nonzero_masks(values, 40, gen)
+    assert torch.equal(sparse.logits(values, many), dense_judge.logits(values, many))
+
+
+def test_sparse_forward_refuses_other_layouts():
+    with pytest.raises(ValueError, match="dense forward"):
+        SparsePixelForward(JudgeCNN(in_channels=1, image_size=18))
