@@ -123,12 +123,43 @@ def test_mcts_batched_and_one_tree_at_a_time_agree():
     assert (a.visits.sum(1) == 50).all() and (b.visits.sum(1) == 50).all()
     # unavailable (padding) slots are never visited
     assert (a.visits[~games.valid] == 0).all()
+    # at most one judge call per rollout alone, per simulation step for four trees together
     calls = judge.calls
     single.search(games.subset(slice(0, 4)), judge, torch.Generator())
-    assert judge.calls - calls == 4 * 50  # one judge call per rollout
+    assert 4 * 5 <= judge.calls - calls <= 4 * 50
     calls = judge.calls
     batched.search(games.subset(slice(0, 4)), judge, torch.Generator())
-    assert judge.calls - calls == 50  # one call per simulation step for all four trees
+    assert 5 <= judge.calls - calls <= 50
+
+
+def test_mcts_judges_each_last_turn_leaf_once():
+    """On the last turn every rollout ends at a root edge: each available pixel is judged once,
+    however many rollouts, and the root values are the judge's verdicts."""
+    judge = random_judge(4)
+    imgs, labels = tiny_images(3, 7, 4)
+    games, _ = liar_games(imgs, labels, PixelRules(pixels=2, first="liar"))
+    games = games.play(torch.zeros(len(games), dtype=torch.long))  # the honest player's turn
+    before = judge.evaluations
+    res = MCTSAgent(MCTSConfig(rollouts=300)).search(games, judge, torch.Generator().manual_seed(0))
+    avail = games.available()
+    assert judge.evaluations - before == int(avail.sum())
+    assert (res.visits.sum(1) == 300).all() and (res.visits[avail] >= 1).all()
+    children = root_child_values(games, judge)
+    assert np.array_equal(res.value[avail].numpy(), children[avail.numpy()])
+
+
+def test_mcts_with_many_candidates_and_trees_finds_the_minimax_value():
+    """Rows made on second visits, batches of similar width and reused leaves still play
+    minimax-optimal self-play on instances too big for row-per-node trees of this memory cap."""
+    judge = random_judge(11)
+    imgs, labels = tiny_images(2, 8, 11)
+    rules = PixelRules(pixels=3, first="liar")
+    games, _ = liar_games(imgs, labels, rules)
+    value = exhaustive_value(games, judge)
+    assert 0 < value.mean() < 1, "test instance too easy; pick another seed"
+    agent = MCTSAgent(MCTSConfig(rollouts=800, batch_games=8, memory_mb=1))
+    rec = play(games, agent, agent, judge, torch.Generator().manual_seed(1))
+    assert np.array_equal(rec.honest_win.numpy(), value)
 
 
 def test_mcts_config_validation():

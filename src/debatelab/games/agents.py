@@ -16,7 +16,7 @@ slot per game. Agents know which side they play from ``games.mover()``.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -94,8 +94,10 @@ class MCTSConfig:
     batch_games: int = 64
     """Trees searched in lockstep, their leaves judged in one batch; 1 judges each rollout
     alone (the unbatched baseline of the benchmark)."""
-    memory_mb: int = 512
-    """Cap on the tree arrays of one lockstep batch; fewer trees are searched together above it."""
+    memory_mb: int = 2048
+    """Cap on the tree arrays of one lockstep batch, reckoned at one row of edges per two
+    rollouts (a node gets its row on its second visit); fewer trees are searched together
+    above it."""
     select: RankPolicy = field(default_factory=Exact)
     """Rank policy over the root's visit counts that picks the move (Exact: most visited)."""
 
@@ -131,46 +133,58 @@ class MCTSAgent:
         return _choose(score, games.available(), self.config.select, generator)
 
     def search(self, games: PixelGames, judge: Judge, generator: torch.Generator):
-        """Run the search for every game, in lockstep batches."""
+        """Run the search for every game, in lockstep batches of games with similar numbers of
+        candidates (each batch's arrays as wide as its widest game)."""
         if games.done:
             raise ValueError("the games are over; nothing to search")
-        n_nodes = self.config.rollouts + 1
-        per_tree = n_nodes * games.valid.shape[1] * 16  # child (8 bytes), n and w (4 each)
+        counts = games.valid.sum(1)
+        order = torch.sort(counts, stable=True).indices
+        per_tree = (self.config.rollouts // 2 + 1) * int(counts.max()) * 12  # int32 x 3
         step = max(1, min(self.config.batch_games, self.config.memory_mb * 2**20 // per_tree))
-        parts = [_search(games.subset(slice(i, i + step)), judge, generator, self.config)
-                 for i in range(0, len(games), step)]  # fmt: skip
-        return SearchResult(
-            torch.cat([p.visits for p in parts]), torch.cat([p.value for p in parts])
-        )
+        visits = torch.zeros(games.valid.shape)
+        value = torch.zeros(games.valid.shape)
+        for i in range(0, len(games), step):
+            index = order[i : i + step]
+            batch = games.subset(index)
+            used = int(counts[index].max())
+            batch = replace(batch, candidates=batch.candidates[:, :used],
+                            valid=batch.valid[:, :used])  # fmt: skip
+            part = _search(batch, judge, generator, self.config)
+            visits[index, :used], value[index, :used] = part.visits, part.value
+        return SearchResult(visits, value)
 
 
 def _search(games: PixelGames, judge: Judge, gen: torch.Generator, cfg: MCTSConfig):
     """PUCT search of ``cfg.rollouts`` simulations in each game's tree, all trees in lockstep.
 
-    Trees are arrays: ``child[g, node, slot]`` (-1 = not expanded), edge visits ``n`` and honest
-    wins ``w``. A simulation descends by PUCT until it creates a node or reaches the last turn,
-    completes the reveal with uniformly random available pixels, and backs the judge's verdict
-    up its path.
+    A tree is rows of edges: ``child[row, slot]`` (-1 never taken, -2 taken once: its node has
+    no row yet, else the row of its node), edge visits ``n`` and honest wins ``w``; rows come
+    from one pool shared by the batch (row g is game g's root). A simulation descends by PUCT
+    until it takes an edge for the first time or reaches the last turn, completes the reveal
+    with uniformly random available pixels, and backs the judge's verdict up its path; a leaf
+    reached through a last-turn edge taken before is not judged again (its verdict is that
+    edge's, the judge being deterministic). A node's
+    edges are all unvisited until its second visit, so its row is made then: the same search as
+    a row per node, in a fraction of the memory.
     """
     g_count, c_count = games.valid.shape
     rules, t0 = games.rules, games.turn
     depth = rules.pixels - t0
     movers_honest = [rules.mover(t0 + d) == "honest" for d in range(depth)]
-    n_nodes = cfg.rollouts + 1
-    # flat trees: row ``g * n_nodes + node`` holds the edges of one node
-    child = torch.full((g_count * n_nodes, c_count), -1, dtype=torch.long)
-    n = torch.zeros((g_count * n_nodes, c_count))
-    w = torch.zeros((g_count * n_nodes, c_count))
-    count = torch.ones(g_count, dtype=torch.long)
-    base = torch.arange(g_count) * n_nodes
+    capacity = g_count * max(2, min(cfg.rollouts + 1, 64))
+    child = torch.full((capacity, c_count), -1, dtype=torch.int32)
+    n = torch.zeros((capacity, c_count), dtype=torch.int32)
+    w = torch.zeros((capacity, c_count), dtype=torch.int32)
+    rows = g_count
+    roots = torch.arange(g_count)
     root_used = games.used()
     for _ in range(cfg.rollouts):
-        node = base.clone()
+        node = roots.clone()
         used = root_used.clone()
         alive = torch.ones(g_count, dtype=torch.bool)
         path_node, path_act, path_alive = [], [], []
         for d in range(depth):
-            ne, we = n.index_select(0, node), w.index_select(0, node)
+            ne, we = n.index_select(0, node).float(), w.index_select(0, node).float()
             free = games.valid & ~used
             q = we / ne.clamp(min=1)
             if not movers_honest[d]:
@@ -186,24 +200,46 @@ def _search(games: PixelGames, judge: Judge, gen: torch.Generator, cfg: MCTSConf
             used.scatter_(1, a[:, None], alive[:, None] | used.gather(1, a[:, None]))
             if d == depth - 1:
                 break
-            nxt = child[node, a]
-            new = alive & (nxt < 0)
-            if new.any():
-                child[node[new], a[new]] = base[new] + count[new]
-                count += new
-            alive = alive & ~new
+            nxt = child[node, a].long()
+            first = alive & (nxt == -1)
+            second = (alive & (nxt == -2)).nonzero()[:, 0]
+            child[node[first], a[first]] = -2
+            if len(second):  # the node's second visit: it gets its row
+                if rows + len(second) > len(child):
+                    child, n, w = _grow(child, n, w, rows + len(second))
+                made = torch.arange(rows, rows + len(second))
+                child[node[second], a[second]] = made.to(torch.int32)
+                nxt[second] = made
+                rows += len(second)
+            alive = alive & ~first
             if not alive.any():
                 break
             node = torch.where(alive, nxt, node)
-        used = _random_playout(games.valid, used, rules.pixels, gen)
-        margin, _ = games.judge_margin(judge, used)
-        win = (margin > 0).to(torch.float32)
+        win = torch.zeros(g_count, dtype=torch.int32)
+        todo = torch.arange(g_count)
+        if len(path_alive) == depth:  # an edge of the last turn taken before: its leaf is known
+            last = path_node[-1], path_act[-1]
+            known = path_alive[-1] & (n[last] > 0)
+            win[known] = (w[last][known] > 0).to(torch.int32)  # the judge is deterministic
+            todo = (~known).nonzero()[:, 0]
+        if len(todo):
+            used = _random_playout(games.valid, used, rules.pixels, gen)
+            margin, _ = games.subset(todo).judge_margin(judge, used[todo])
+            win[todo] = (margin > 0).to(torch.int32)
         on_path = torch.stack(path_alive)
         flat = (torch.stack(path_node) * c_count + torch.stack(path_act))[on_path]
-        n.view(-1).index_add_(0, flat, torch.ones(len(flat)))
+        n.view(-1).index_add_(0, flat, torch.ones(len(flat), dtype=torch.int32))
         w.view(-1).index_add_(0, flat, win.expand(len(path_alive), -1)[on_path])
-    visits, wins = n[base], w[base]
+    visits, wins = n[roots].float(), w[roots].float()
     return SearchResult(visits, torch.where(visits > 0, wins / visits.clamp(min=1), 0.0))
+
+
+def _grow(child, n, w, needed: int):
+    """The tree arrays with room for at least ``needed`` rows (doubling)."""
+    extra = max(needed, 2 * len(child)) - len(child)
+    return (torch.cat([child, torch.full((extra, child.shape[1]), -1, dtype=child.dtype)]),
+            torch.cat([n, torch.zeros((extra, n.shape[1]), dtype=n.dtype)]),
+            torch.cat([w, torch.zeros((extra, w.shape[1]), dtype=w.dtype)]))  # fmt: skip
 
 
 def _random_playout(valid, used, pixels: int, gen: torch.Generator) -> torch.Tensor:
