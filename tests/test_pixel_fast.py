@@ -7,7 +7,7 @@ import torch
 
 from debatelab.judges.cnn import JudgeCNN
 from debatelab.judges.pixel import PixelJudge, pixel_planes, random_nonzero_masks
-from debatelab.judges.pixel_fast import SparsePixelForward, revealed_pixels
+from debatelab.judges.pixel_fast import SparsePixelForward, compact_pixels
 
 
 def judge_model(widths=(16, 32), seed=0) -> JudgeCNN:
@@ -33,7 +33,7 @@ def test_sparse_equals_dense_on_random_positions(pixels, widths):
     gen = torch.Generator().manual_seed(pixels)
     values = torch.rand(300, 784, generator=gen) * (torch.rand(300, 784, generator=gen) < 0.3)
     mask = random_nonzero_masks(values, pixels, gen)
-    fast = SparsePixelForward(model)(*revealed_pixels(values, mask))
+    fast = SparsePixelForward(model)(*compact_pixels(values, mask))
     assert torch.allclose(fast, dense(model, values, mask), atol=1e-5, rtol=0)
 
 
@@ -53,32 +53,63 @@ def test_sparse_equals_dense_at_borders_clusters_and_uneven_rows():
         pool = torch.cat([corners, cluster, torch.randint(0, 784, (4,), generator=gen)])
         chosen = pool[torch.randperm(len(pool), generator=gen)][:n]
         mask[i, chosen] = True
-    fast = SparsePixelForward(model)(*revealed_pixels(values, mask))
+    fast = SparsePixelForward(model)(*compact_pixels(values, mask))
     assert torch.allclose(fast, dense(model, values, mask), atol=1e-5, rtol=0)
 
 
-def test_revealed_pixels_lists_each_rows_pixels_in_order():
+def test_compact_pixels_lists_each_rows_pixels_in_order():
     mask = torch.zeros(3, 784, dtype=torch.bool)
     mask[0, [5, 700, 3]] = True
     mask[2, 10] = True
     values = torch.arange(784.0).expand(3, 784) / 784
-    pixels, vals, present = revealed_pixels(values, mask)
+    pixels, vals, present = compact_pixels(values, mask)
     assert present.tolist() == [[True] * 3, [False] * 3, [True, False, False]]
     assert pixels[0].tolist() == [3, 5, 700] and int(pixels[2, 0]) == 10
     assert torch.equal(vals, values.gather(1, pixels) * present)
 
 
-def test_pixel_judge_takes_the_sparse_path_and_agrees_with_dense():
+def test_pixel_judge_takes_the_sparse_path_and_agrees_with_dense(monkeypatch):
     model = judge_model()
-    sparse, dense_judge = PixelJudge(model), PixelJudge(model, sparse_limit=0)
-    assert sparse.sparse_forward() is not None and dense_judge.sparse_forward() is None
+    sparse, dense_judge = PixelJudge(model, max_batch=7), PixelJudge(model, sparse_limit=0)
+    calls = []
+    original = SparsePixelForward.__call__
+    monkeypatch.setattr(SparsePixelForward, "__call__",
+                        lambda self, *a: calls.append(len(a[0])) or original(self, *a))  # fmt: skip
     gen = torch.Generator().manual_seed(2)
     values = torch.rand(64, 784, generator=gen)
     mask = random_nonzero_masks(values, 6, gen)
+    mask[::5] = False  # rows revealing nothing, split across batches of 7
     assert torch.allclose(sparse.logits(values, mask), dense_judge.logits(values, mask), atol=1e-5)
-    # above the limit the judge runs the dense forward itself
+    assert calls == [7] * 9 + [1]
+    # up to the limit the sparse path still agrees; above it the judge runs the dense forward
+    limit = random_nonzero_masks(values, 32, gen)
+    assert torch.allclose(sparse.logits(values, limit), dense_judge.logits(values, limit),
+                          atol=1e-5, rtol=1e-5)  # fmt: skip
+    calls.clear()
     many = random_nonzero_masks(values, 40, gen)
-    assert torch.equal(sparse.logits(values, many), dense_judge.logits(values, many))
+    assert torch.allclose(sparse.logits(values, many), dense_judge.logits(values, many), atol=1e-5)
+    assert calls == []
+
+
+def test_pixel_judge_follows_its_model():
+    """New weights rebuild the sparse path; train mode (dropout) and float64 weights take the
+    dense forward."""
+    model = judge_model()
+    judge = PixelJudge(model)
+    gen = torch.Generator().manual_seed(3)
+    values = torch.rand(16, 784, generator=gen)
+    mask = random_nonzero_masks(values, 6, gen)
+    before = judge.logits(values, mask)
+    with torch.no_grad():
+        model.fc2.bias.add_(1.0)
+        model.conv1.weight.mul_(2.0)
+    after = judge.logits(values, mask)
+    assert not torch.allclose(before, after)
+    assert torch.allclose(after, dense(model, values, mask), atol=1e-5)
+    model.train()
+    assert judge.sparse_forward() is None
+    model.eval().double()
+    assert judge.sparse_forward() is None
 
 
 def test_sparse_forward_refuses_other_layouts():

@@ -21,7 +21,7 @@ from ..data import load_raw
 from ..geometry import N_PIXELS, SIDE, pixel_values
 from ..resume import settings_key
 from .cnn import JudgeCNN
-from .pixel_fast import SparsePixelForward, revealed_pixels, supports_sparse_pixels
+from .pixel_fast import SparsePixelForward, compact_pixels, supports_sparse_pixels
 from .train import TrainedJudge, cached_judge, fit_classifier, load_judge
 
 __all__ = [
@@ -177,15 +177,20 @@ class PixelJudge:
         self.device = device
         self.max_batch = max_batch
         self.sparse_limit = sparse_limit
-        self._sparse = None  # built on first use: the model is frozen from here on
+        self._sparse = None  # built on first use
         self.evaluations = 0
         self.calls = 0
 
     def sparse_forward(self) -> SparsePixelForward | None:
-        """The sparse path of this judge's model, or None where it does not apply."""
-        if self._sparse is None and self.sparse_limit > 0 and str(self.device) == "cpu":
-            if supports_sparse_pixels(self.model):
-                self._sparse = SparsePixelForward(self.model)
+        """The sparse path of this judge's model, or None where it does not apply (another
+        layout, float64 weights, a GPU, ``sparse_limit=0``, the model in train mode); rebuilt
+        when the model's weights have changed since."""
+        if self.sparse_limit <= 0 or str(self.device) != "cpu" or self.model.training:
+            return None
+        if self._sparse is None or not self._sparse.matches(self.model):
+            if not supports_sparse_pixels(self.model):
+                return None
+            self._sparse = SparsePixelForward(self.model)
         return self._sparse
 
     @torch.inference_mode()
@@ -201,7 +206,7 @@ class PixelJudge:
         out = []
         for v, m in zip(values.split(self.max_batch), mask.split(self.max_batch), strict=True):
             if sparse is not None:
-                out.append(sparse(*revealed_pixels(v, m)))
+                out.append(sparse(*compact_pixels(v, m)))
             else:
                 planes = pixel_planes(v.to(self.device), m.to(self.device))
                 out.append(self.model(planes).float().cpu())

@@ -40,13 +40,16 @@ def supports_sparse_pixels(model: torch.nn.Module) -> bool:
         and model.conv2.kernel_size == (3, 3)
         and model.conv2.padding == (1, 1)
         and model.pool.kernel_size == 2
+        and all(p.dtype == torch.float32 for p in model.parameters())
     )
 
 
 class SparsePixelForward:
-    """Logits of a frozen pixel :class:`JudgeCNN` from the revealed pixels' positions and values.
+    """Logits of a frozen pixel :class:`JudgeCNN` (eval mode: no dropout) from the revealed
+    pixels' positions and values.
 
-    Built once per model (it copies the weights: rebuild it if they change). Call it with
+    Built from a copy of the model's weights; :meth:`matches` tells whether the model still has
+    them (a changed parameter bumps its version). Call it with
     ``pixels (B, K)`` long indices into the 784 pixels, ``values (B, K)`` their values in [0, 1]
     and ``present (B, K)`` bool (False pads rows that reveal fewer than K pixels).
     """
@@ -61,10 +64,11 @@ class SparsePixelForward:
                 "convolutions (padding 1) and 2x2 pooling; use the dense forward for this model"
             )
         self.model = model
+        self.versions = [p._version for p in model.parameters()]
         with torch.no_grad():
-            w1 = model.conv1.weight.detach().float()
+            w1 = model.conv1.weight.detach().clone()
             c1, c2 = self.c1, self.c2 = w1.shape[0], model.conv2.weight.shape[0]
-            self.bias1 = model.conv1.bias.detach().float()
+            self.bias1 = model.conv1.bias.detach().clone()
             self.background = torch.relu(self.bias1)
             # Maps are channels-last throughout, so pooling and scattering touch contiguous
             # channel vectors. conv1 on a block's 4x4 window of outputs, as a matrix: a pixel at
@@ -81,18 +85,22 @@ class SparsePixelForward:
             self.window1 = table.reshape(72, 16 * c1)
             flat = self.background[None, :, None, None].expand(1, c1, 14, 14)
             base = model.conv2(flat.contiguous())[0]  # (c2, 14, 14), the bias included
-            self.base2 = base.permute(1, 2, 0).reshape(196 * c2)
             # a unit of channel ch at block cell (dy, dx) -> conv2's 4x4 output window
             impulses = torch.zeros(2, 2, c1, c1, 4, 4)
             for dy in range(2):
                 for dx in range(2):
                     impulses[dy, dx, range(c1), range(c1), 1 + dy, 1 + dx] = 1.0
-            w2 = model.conv2.weight.detach().float()
+            w2 = model.conv2.weight.detach()
             out = F.conv2d(impulses.reshape(4 * c1, c1, 4, 4), w2, padding=1)
             self.block = out.permute(0, 2, 3, 1).reshape(4 * c1, 16 * c2)
             # the linear layer reads pooled features channels-last
-            fc1 = model.fc1.weight.detach().float()
-            self.fc1 = fc1.view(-1, c2, 7, 7).permute(0, 2, 3, 1).reshape(len(fc1), -1).T
+            fc1 = model.fc1.weight.detach()
+            self.fc1 = fc1.view(-1, c2, 7, 7).permute(0, 2, 3, 1).reshape(len(fc1), -1).T.clone()
+            self.fc1_bias = model.fc1.bias.detach().clone()
+            self.fc2 = model.fc2.weight.detach().T.clone()
+            self.fc2_bias = model.fc2.bias.detach().clone()
+            # conv2's pre-activation where every pooled cell is background, and a spare row
+            self.base2 = torch.cat([base.permute(1, 2, 0).reshape(196, c2), torch.zeros(1, c2)])
         # index tables, built once. Block cells (2x2 on the 14x14 pooled map) per block corner;
         # conv2's 4x4 output window per block corner, off-map entries sent to a spare slot.
         r, c = torch.meshgrid(torch.arange(2), torch.arange(2), indexing="ij")
@@ -106,7 +114,11 @@ class SparsePixelForward:
                         if 0 <= row < 14 and 0 <= col < 14:
                             index[top, left, y, x] = row * 14 + col
         self.window_index = index.reshape(169, 16)
-        self.base2 = torch.cat([self.base2.view(196, c2), torch.zeros(1, c2)])  # + the spare
+
+    def matches(self, model: torch.nn.Module) -> bool:
+        """Whether ``model`` is the model this was built from, unchanged and in eval mode."""
+        return (model is self.model and not model.training and supports_sparse_pixels(model)
+                and [p._version for p in model.parameters()] == self.versions)  # fmt: skip
 
     @torch.inference_mode()
     def __call__(
@@ -143,18 +155,18 @@ class SparsePixelForward:
         conv2.index_add_(0, at.view(-1), windows.view(b * k * 16, c2))
         conv2 = conv2.view(b, 197, c2)[:, :196].view(b, 7, 2, 7, 2, c2)
         features = _max_pool_2x2(conv2).relu_().reshape(b, 49 * c2)
-        hidden = torch.relu(torch.addmm(self.model.fc1.bias, features, self.fc1))
-        return self.model.fc2(hidden)
+        hidden = torch.relu(torch.addmm(self.fc1_bias, features, self.fc1))
+        return torch.addmm(self.fc2_bias, hidden, self.fc2)  # dropout: none in eval mode
 
 
 def _max_pool_2x2(x: torch.Tensor) -> torch.Tensor:
-    """Max over dims -5 and -3 (each of size 2) of ``(..., H, 2, W, 2, C)``: 2x2 pooling of a
+    """Max over dims -4 and -2 (each of size 2) of ``(..., H, 2, W, 2, C)``: 2x2 pooling of a
     channels-last map, as three elementwise maxima of contiguous channel vectors."""
     a = torch.maximum(x[..., 0, :, 0, :], x[..., 0, :, 1, :])
     return torch.maximum(a, torch.maximum(x[..., 1, :, 0, :], x[..., 1, :, 1, :]))
 
 
-def revealed_pixels(values: torch.Tensor, mask: torch.Tensor):
+def compact_pixels(values: torch.Tensor, mask: torch.Tensor):
     """``(pixels, pixel_values, present)``, each ``(B, K)`` with K the most pixels any row
     reveals (at least 1), from dense ``values (B, 784)`` and ``mask (B, 784)``: each row's
     revealed pixels in row-major order, padded with ``present`` False."""
