@@ -97,7 +97,7 @@ class MCTSConfig:
     memory_mb: int = 2048
     """Budget for the tree arrays of one lockstep batch: fewer trees are searched together when
     their estimated arrays exceed it. An estimate, not a cap: a node gets its row of edges on
-    its second visit, reckoned at one row per two rollouts (measured: 0.14-0.40)."""
+    its second visit, reckoned at one row per two rollouts (usually fewer)."""
     select: RankPolicy = field(default_factory=Exact)
     """Rank policy over the root's visit counts that picks the move (Exact: most visited)."""
 

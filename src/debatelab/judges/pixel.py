@@ -68,12 +68,16 @@ class PixelTrainConfig:
         return settings_key(f"mnist-pixel{self.pixels}-s{self.seed}", self)
 
 
-def pixel_planes(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Judge input ``(B, 2, 28, 28)``: the mask plane and the revealed values (0 where hidden)."""
-    if values.shape != mask.shape or values.shape[-1] != N_PIXELS:
+def _check_positions(values: torch.Tensor, mask: torch.Tensor) -> None:
+    if values.shape != mask.shape or values.ndim != 2 or values.shape[-1] != N_PIXELS:
         raise ValueError(
             f"values {tuple(values.shape)} and mask {tuple(mask.shape)} must both be (B, 784)"
         )
+
+
+def pixel_planes(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Judge input ``(B, 2, 28, 28)``: the mask plane and the revealed values (0 where hidden)."""
+    _check_positions(values, mask)
     m = mask.to(values.dtype)
     return torch.stack([m, values * m], dim=1).reshape(-1, 2, SIDE, SIDE)
 
@@ -196,10 +200,7 @@ class PixelJudge:
     @torch.inference_mode()
     def logits(self, values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """Logits ``(B, 10)`` for images ``values (B, 784)`` with revealed ``mask (B, 784)``."""
-        if values.shape != mask.shape or values.ndim != 2 or values.shape[-1] != N_PIXELS:
-            raise ValueError(
-                f"values {tuple(values.shape)} and mask {tuple(mask.shape)} must both be (B, 784)"
-            )
+        _check_positions(values, mask)  # the sparse path skips pixel_planes' own check
         sparse = self.sparse_forward()
         if sparse is not None and len(mask) and int(mask.sum(1).max()) > self.sparse_limit:
             sparse = None

@@ -25,6 +25,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from ..geometry import SIDE
 from .cnn import JudgeCNN
 
 
@@ -53,9 +54,6 @@ class SparsePixelForward:
     ``pixels (B, K)`` long indices into the 784 pixels, ``values (B, K)`` their values in [0, 1]
     and ``present (B, K)`` bool (False pads rows that reveal fewer than K pixels).
     """
-
-    side = 28
-    pooled = 14
 
     def __init__(self, model: JudgeCNN):
         if not supports_sparse_pixels(model):
@@ -126,7 +124,7 @@ class SparsePixelForward:
     ) -> torch.Tensor:
         b, k = pixels.shape
         c1, c2 = self.c1, self.c2
-        rows, cols = pixels // self.side, pixels % self.side
+        rows, cols = pixels // SIDE, pixels % SIDE
         # each pixel's block: the 2x2 pooled cells its 3x3 neighbourhood touches (clamped
         # inside the map), i.e. a 4x4 window of conv1 outputs from (2 top, 2 left)
         top = ((rows - 1).div(2, rounding_mode="floor")).clamp(0, 12)
