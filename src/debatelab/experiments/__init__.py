@@ -49,12 +49,16 @@ EXPERIMENTS = {
                    "Train one arm of the 1-bit argument channel (or its nested control).", "run"),
     "bits sweep": ("bits", "ChannelSweepConfig",
                    "Every arm of the argument channel, baselines and diagnostics.", "run_sweep"),
+    "agents train": ("agents", "AgentsConfig",
+                     "Train learned pixel debaters (warm-up + REINFORCE) and play them against "
+                     "the search agents.", "run"),
     "pools generate": ("pools", "PoolsConfig",
                        "Generate, verify and judge pools of proposals, critiques and rebuttals."),
 }  # fmt: skip
 #: Groups of experiment commands (``debatelab judges train``): group name -> summary.
 GROUPS = {
     "judges": "Judges trained on-policy: train one, sweep 13, evaluate any checkpoint.",
+    "agents": "Learned debaters of the pixel game: train and evaluate them.",
     "pools": "LLM debate pools from real models, for `debatelab bon`.",
     "bits": "The 1-bit argument channel: train one arm, or sweep every arm with diagnostics.",
 }

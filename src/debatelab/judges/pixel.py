@@ -26,7 +26,7 @@ from .train import TrainedJudge, cached_judge, fit_classifier, load_judge
 
 __all__ = [
     "N_PIXELS", "SIDE", "PixelJudge", "PixelTrainConfig", "TrainedPixelJudge", "get_pixel_judge",
-    "load_pixel_checkpoint", "make_pixel_model", "pixel_planes", "pixel_values",
+    "gradcam", "load_pixel_checkpoint", "make_pixel_model", "pixel_planes", "pixel_values",
     "random_nonzero_masks", "random_pixel_accuracy", "train_pixel_judge",
 ]  # fmt: skip
 
@@ -237,3 +237,22 @@ def random_pixel_accuracy(
         mask = random_nonzero_masks(values, pixels, generator)
         hits += (judge.logits(values, mask).argmax(1) == y).float().mean().item()
     return hits / draws
+
+
+def gradcam(model: JudgeCNN, values: torch.Tensor, mask: torch.Tensor,
+            classes: torch.Tensor) -> torch.Tensor:  # fmt: skip
+    """Grad-CAM saliency ``(B, 784)`` of each position's ``classes`` logit: the second conv
+    layer's rectified maps (14x14) weighted by the spatial mean of that logit's gradient,
+    rectified and spread back to the 28x28 pixels (each map cell covers 2x2 pixels)."""
+    planes = pixel_planes(values, mask)
+    was_training = model.training
+    model.eval()
+    with torch.enable_grad():
+        maps = torch.relu(model.conv2(model.pool(torch.relu(model.conv1(planes)))))
+        maps = maps.detach().requires_grad_(True)
+        logits = model.head(model.pool(maps))
+        chosen = logits.gather(1, classes.long()[:, None]).sum()
+        (grads,) = torch.autograd.grad(chosen, maps)
+    model.train(was_training)
+    cam = torch.relu((grads.mean((2, 3), keepdim=True) * maps.detach()).sum(1))  # (B, 14, 14)
+    return cam.repeat_interleave(2, 1).repeat_interleave(2, 2).reshape(len(values), N_PIXELS)

@@ -131,8 +131,9 @@ def _save(path: Path, payload: dict) -> None:
         torch.save(payload, tmp)
 
 
-def _load(path: Path) -> dict:
-    """Read a checkpoint; :class:`CacheError` when unreadable or not a debatelab judge."""
+def read_checkpoint(path: Path) -> dict:
+    """Read a checkpoint's payload; :class:`CacheError` when unreadable or not in the one
+    checkpoint format."""
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises many kinds on a damaged file
@@ -160,7 +161,7 @@ def config_class(family: str):
 def load_judge(path: str | os.PathLike, family: str | None = None) -> TrainedJudge:
     """Load a judge checkpoint of any family (or only of ``family``, else :class:`CacheError`)."""
     path = Path(path)
-    payload = _load(path)
+    payload = read_checkpoint(path)
     found = payload.get("family") or LEGACY_FORMATS.get(payload["format"])
     if family is not None and found != family:
         raise CacheError(f"{path} holds a {found} judge, not a {family} judge")
@@ -250,7 +251,7 @@ def fit_classifier(
         history: list[dict] = []
         start = 0
         if resume_path is not None and resume_path.exists():
-            state = _load(resume_path)
+            state = read_checkpoint(resume_path)
             model.load_state_dict(state["state_dict"])
             optimiser.load_state_dict(state["optimiser"])
             scheduler.load_state_dict(state["scheduler"])
@@ -311,13 +312,16 @@ def find_cached(config, cache=None) -> TrainedJudge | None:
     return load_judge(path, config.family) if path.exists() else None
 
 
-def cached_judge(config, cache, retrain: bool, train: Callable[[Path], TrainedJudge]):
-    """The cache-or-train step every judge family shares: load the finished checkpoint of
+def cached_judge(config, cache, retrain: bool, train: Callable[[Path], TrainedJudge],
+                 load: Callable[[Path], TrainedJudge] | None = None):  # fmt: skip
+    """The cache-or-train step every trained model shares: load the finished checkpoint of
     ``config``, else ``train(partial_path)`` (resumable per epoch, keyed like the checkpoint) and
-    store the result atomically in the one checkpoint format."""
+    store the result atomically in the one checkpoint format. ``load`` reads a finished
+    checkpoint of a family whose classes live above this layer (the learned debaters);
+    judges load with :func:`load_judge`."""
     path = judge_path(config, cache)
     if path.exists() and not retrain:
-        return load_judge(path, config.family)
+        return load(path) if load is not None else load_judge(path, config.family)
     partial = path.with_name(f"{config.key()}.partial.pt")
     if retrain and partial.exists():
         partial.unlink()

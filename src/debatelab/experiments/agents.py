@@ -1,0 +1,373 @@
+"""Learned debaters for the sparse-pixel MNIST debate (the public demo's agents, seed 002).
+
+Two policy networks (1588 -> 512 -> 512 -> 784; :mod:`debatelab.games.learned`) are trained
+against the frozen pixel judge of ``debatelab pixels``: first a warm-up that imitates the pixels
+the judge's Grad-CAM saliency ranks highest for the mover's claimed class, then self-play
+REINFORCE (the honest network maximises the judge's preference for the true class over the
+liar's claim, the liar network the opposite), with a leave-one-out baseline. Training draws a
+liar claim per image and step; both phases checkpoint every epoch and resume. After training,
+the debaters play the same test images as the search agents, under precommit against all nine
+liars: learned against learned, and learned against each other agent on either side.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import ClassVar, Literal
+
+import numpy as np
+import torch
+
+from ..atomic import write_json
+from ..data import load_raw
+from ..games.agents import MCTSAgent, MCTSConfig, greedy_agent, random_agent
+from ..games.learned import (
+    DebaterNets,
+    LearnedAgent,
+    reinforce_loss,
+    saliency_targets,
+    self_play,
+    slot_log_probs,
+    warmup_loss,
+)
+from ..games.pixels import N_CLASSES, PixelGames, PixelRules, image_honest_wins, liar_games, play
+from ..geometry import pixel_values
+from ..judges.pixel import PixelJudge, PixelTrainConfig, get_pixel_judge, gradcam
+from ..judges.train import CacheError, TrainedJudge, cached_judge, fit_classifier, read_checkpoint
+from ..report.runs import RunFolder
+from ..resume import KeyedPieces, settings_key
+from ..store import parse_image_range
+
+
+@dataclass
+class DebaterTrainConfig:
+    """Settings that decide a trained pair of debaters (the key of its cached checkpoint)."""
+
+    family: ClassVar[str] = "debaters"
+
+    pixels: int = field(default=6, metadata={"min": 1, "max": 784})
+    """Pixels revealed per debate (the judge is the pixel judge trained on as many)."""
+    first: Literal["honest", "liar"] = "liar"
+    """Who reveals the first pixel, in training and evaluation."""
+    hidden: int = field(default=512, metadata={"min": 1})
+    """Width of both hidden layers (the demo: 512)."""
+    warmup_epochs: int = field(default=1, metadata={"min": 0})
+    """Epochs imitating the judge's Grad-CAM saliency before self-play (0: none)."""
+    epochs: int = field(default=10, metadata={"min": 1})
+    """Epochs of self-play REINFORCE over the training images."""
+    batch_size: int = field(default=128, metadata={"min": 2})
+    """Games per optimiser step (the leave-one-out baseline needs two or more)."""
+    warmup_lr: float = 1e-3
+    """Adam learning rate of the warm-up."""
+    lr: float = 1e-4
+    """Adam learning rate of REINFORCE."""
+    reward: Literal["sigmoid", "win"] = "sigmoid"
+    """The honest reward: sigmoid of the judge's honest margin (smooth) or the 0/1 win; the
+    liar's is one minus it."""
+    train_limit: int | None = None
+    """Use only the first N training images (quick runs); None uses all 60,000."""
+    curve_images: str = "0:500"
+    """Test images of the per-epoch win rates (learned against learned and against random)."""
+    curve_greedy_images: int = field(default=30, metadata={"min": 0})
+    """The first N of ``curve_images`` also played against the greedy agent every epoch."""
+    seed: int = 0
+    """Seeds the networks' initialisation, the batches, liar claims and moves."""
+    judge_seed: int | None = None
+    """Seed of the pixel judge (default: the same as --seed)."""
+    judge_epochs: int = field(default=10, metadata={"min": 1})
+    """Training epochs of the pixel judge."""
+
+    def __post_init__(self):
+        PixelRules(self.pixels, self.first)  # validates pixels and first
+        if self.batch_size < 2:
+            raise ValueError("batch_size must be >= 2 (the baseline is the rest of the batch)")
+
+    def key(self) -> str:
+        return settings_key(f"mnist-debaters{self.pixels}-s{self.seed}", self)
+
+    def judge_config(self) -> PixelTrainConfig:
+        seed = self.seed if self.judge_seed is None else self.judge_seed
+        return PixelTrainConfig(pixels=self.pixels, seed=seed, epochs=self.judge_epochs)
+
+    def rules(self, precommit: bool = True) -> PixelRules:
+        return PixelRules(self.pixels, self.first, precommit)
+
+
+OPPONENTS = ("learned", "greedy", "random", "mcts10", "mcts100", "mcts1000")
+
+
+@dataclass
+class AgentsConfig:
+    """Settings of `debatelab agents train`: train (or load) the debaters, then evaluate them."""
+
+    train: DebaterTrainConfig = field(default_factory=DebaterTrainConfig)
+    """How the debaters are trained."""
+    images: str = "0:500"
+    """Test images of the final table: 'all', 'N' (the first N) or 'start:stop'."""
+    opponents: str = "learned,greedy,random,mcts10,mcts100"
+    """Agents the learned debaters face on either side (comma-separated; mctsR is MCTS with R
+    rollouts per move). 'learned' plays learned against learned; every other agent X plays
+    learned honest against X liar, X honest against learned liar, and X against X."""
+    threads: int | None = field(default=None, compare=False, metadata={"min": 1})
+    """Torch CPU threads (default: torch's choice)."""
+
+    def __post_init__(self):
+        for name in self.opponent_list():
+            agent_named(name)  # raises on an unknown name
+
+    def opponent_list(self) -> list[str]:
+        return [s.strip() for s in self.opponents.split(",") if s.strip()]
+
+
+def agent_named(name: str, nets: DebaterNets | None = None):
+    """The agent called ``name``: learned (needs ``nets``), greedy, random or mctsR."""
+    if name == "learned":
+        return LearnedAgent(nets) if nets is not None else None
+    if name == "greedy":
+        return greedy_agent()
+    if name == "random":
+        return random_agent()
+    if name.startswith("mcts") and name[4:].isdigit() and int(name[4:]) >= 1:
+        return MCTSAgent(MCTSConfig(rollouts=int(name[4:])))
+    raise ValueError(f"unknown agent {name!r}: use learned, greedy, random or mctsR (R >= 1)")
+
+
+def _liars(labels: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+    return (labels + torch.randint(1, N_CLASSES, labels.shape, generator=gen)) % N_CLASSES
+
+
+def _advance(games: PixelGames, turns: int, gen: torch.Generator) -> PixelGames:
+    """``games`` after ``turns`` uniformly random reveals."""
+    for _ in range(turns):
+        keys = torch.rand(games.valid.shape, generator=gen).masked_fill(~games.available(), -1)
+        games = games.play(keys.argmax(1))
+    return games
+
+
+def train_debaters(cfg: DebaterTrainConfig, judge: PixelJudge, images: np.ndarray,
+                   labels: np.ndarray, test_images: np.ndarray, test_labels: np.ndarray,
+                   partial: Path | None = None, progress: bool = True) -> TrainedJudge:  # fmt: skip
+    """Warm-up, then REINFORCE; each phase checkpoints every epoch beside ``partial`` and
+    resumes. The history holds per epoch the phase, loss, training win rate (REINFORCE) or
+    top-pixel agreement (warm-up), and the win rates on the curve images."""
+    values = pixel_values(images)
+    y = torch.as_tensor(np.asarray(labels)).long()
+    if cfg.train_limit is not None:
+        values, y = values[: cfg.train_limit], y[: cfg.train_limit]
+    rules = cfg.rules()
+    movers = [rules.mover(t) for t in range(cfg.pixels)]
+    full = values > 0
+    model = judge.model
+
+    def warm_step(nets, idx, gen):
+        liar = _liars(y[idx], gen)
+        games = PixelGames.new(values[idx], y[idx], liar, rules)
+        loss, hits = 0.0, 0
+        for player, claim in (("honest", y[idx]), ("liar", liar)):
+            turns = [t for t, m in enumerate(movers) if m == player]
+            t = turns[int(torch.randint(len(turns), (1,), generator=gen))]
+            at = _advance(games, t, gen)
+            targets = saliency_targets(
+                at, gradcam(model, values[idx], full[idx], claim), rules.pixels
+            )
+            loss = loss + warmup_loss(nets, at, targets)
+            with torch.no_grad():
+                best = slot_log_probs(nets, at).argmax(1)
+            hits += int((targets.gather(1, best[:, None]) > 0).sum())
+        return loss, hits / 2
+
+    def rl_step(nets, idx, gen):
+        games = PixelGames.new(values[idx], y[idx], _liars(y[idx], gen), rules)
+        played = self_play(games, nets, judge, gen, reward=cfg.reward)
+        wins = played.honest_reward > 0.5  # either reward is above 1/2 exactly on a win
+        return reinforce_loss(played), int(wins.sum())
+
+    start, stop = parse_image_range(cfg.curve_images, len(test_images))
+    curve_x, curve_y = test_images[start:stop], np.asarray(test_labels[start:stop]).astype(np.int64)
+
+    def evaluate(nets, epoch):
+        gen = torch.Generator().manual_seed(cfg.seed * 1_000_003 + epoch)
+        out = {}
+        n_greedy = min(cfg.curve_greedy_images, len(curve_x))
+        pairs = [("learned", "learned", len(curve_x)), ("learned", "random", len(curve_x)),
+                 ("random", "learned", len(curve_x))]  # fmt: skip
+        if n_greedy:
+            pairs += [("learned", "greedy", n_greedy), ("greedy", "learned", n_greedy)]
+        for honest, liar, n in pairs:
+            games, image_of = liar_games(curve_x[:n], curve_y[:n], rules)
+            record = play(games, agent_named(honest, nets), agent_named(liar, nets), judge, gen)
+            out[f"{honest}_vs_{liar}"] = float(
+                image_honest_wins(record.honest_win, image_of, n).mean()
+            )
+        return out
+
+    def schedule(epochs, lr):
+        return SimpleNamespace(seed=cfg.seed, epochs=epochs, batch_size=cfg.batch_size, lr=lr,
+                               gamma=1.0)  # fmt: skip
+
+    warm_path = None if partial is None else partial.with_name(f"warmup-{partial.name}")
+    nets, history = DebaterNets(cfg.hidden), []
+    if cfg.warmup_epochs:
+        nets, history = fit_classifier(lambda: DebaterNets(cfg.hidden), None, y,
+                                       schedule(cfg.warmup_epochs, cfg.warmup_lr), warm_path,
+                                       progress, "debaters warm-up", step=warm_step,
+                                       evaluate=evaluate)  # fmt: skip
+        for h in history:
+            h["phase"] = "warmup"
+    warmed = {k: v.clone() for k, v in nets.state_dict().items()}
+
+    def from_warmup():
+        fresh = DebaterNets(cfg.hidden)
+        if cfg.warmup_epochs:
+            fresh.load_state_dict(warmed)
+        return fresh
+
+    nets, rl_history = fit_classifier(from_warmup, None, y, schedule(cfg.epochs, cfg.lr), partial,
+                                      progress, "debaters REINFORCE", step=rl_step,
+                                      evaluate=evaluate)  # fmt: skip
+    for h in rl_history:
+        h["phase"] = "reinforce"
+        h["epoch"] += cfg.warmup_epochs
+    if warm_path is not None:
+        warm_path.unlink(missing_ok=True)
+    for p in nets.parameters():
+        p.requires_grad_(False)
+    return TrainedJudge(nets.eval(), cfg, history + rl_history)
+
+
+def load_debaters(path: str | Path) -> TrainedJudge:
+    """A trained pair of debaters from its checkpoint (the one checkpoint format, family
+    ``debaters``)."""
+    payload = read_checkpoint(Path(path))
+    if payload.get("family") != "debaters":
+        raise CacheError(f"{path} holds a {payload.get('family')} model, not learned debaters")
+    nets = DebaterNets(**payload["model_config"])
+    nets.load_state_dict(payload["state_dict"])
+    for p in nets.parameters():
+        p.requires_grad_(False)
+    config = DebaterTrainConfig(**payload["config"])
+    return TrainedJudge(nets.eval(), config, payload["history"], Path(path), cached=True)
+
+
+def get_debaters(cfg: DebaterTrainConfig, data_dir=None, cache=None, progress: bool = True,
+                 retrain: bool = False) -> tuple[TrainedJudge, PixelJudge]:  # fmt: skip
+    """The cached debaters of ``cfg`` (else trained and cached) and the frozen judge they were
+    trained against."""
+    trained_judge = get_pixel_judge(cfg.judge_config(), data_dir, cache, progress)
+    judge = PixelJudge(trained_judge.model)
+
+    def train(partial):
+        x, y = load_raw("mnist", "train", data_dir)
+        tx, ty = load_raw("mnist", "test", data_dir)
+        return train_debaters(cfg, judge, x, y, tx, ty, partial, progress)
+
+    return cached_judge(cfg, cache, retrain, train, load=load_debaters), judge
+
+
+def _pair_generator(seed: int, honest: str, liar: str) -> torch.Generator:
+    return torch.Generator().manual_seed(zlib.crc32(f"{seed}/{honest}/{liar}".encode()))
+
+
+def evaluate_pairs(cfg: AgentsConfig, nets: DebaterNets, judge: PixelJudge, images, labels,
+                   folder: KeyedPieces, progress: bool = True) -> list[dict]:  # fmt: skip
+    """Every (honest agent, liar agent) pair of the table on ``images`` under precommit, each
+    pair stored in ``folder`` when finished (a rerun reads it back)."""
+    pairs = []
+    for name in cfg.opponent_list():
+        if name == "learned":
+            pairs.append(("learned", "learned"))
+        else:
+            pairs += [("learned", name), (name, "learned"), (name, name)]
+    rules = cfg.train.rules()
+    rows = []
+    for honest, liar in pairs:
+        path = folder.path(f"{honest}-vs-{liar}.json")
+        if path.exists():
+            rows.append(json.loads(path.read_text()))
+            continue
+        games, image_of = liar_games(images, labels, rules)
+        gen = _pair_generator(cfg.train.seed, honest, liar)
+        record = play(games, agent_named(honest, nets), agent_named(liar, nets), judge, gen)
+        wins = image_honest_wins(record.honest_win, image_of, len(images))
+        row = {"honest": honest, "liar": liar, "n_images": len(images),
+               "image_win_rate": float(wins.mean()),
+               "image_win_rate_se": float(np.sqrt(wins.mean() * (1 - wins.mean()) / len(wins))),
+               "game_win_rate": float(record.honest_win.mean())}  # fmt: skip
+        write_json(path, row)
+        rows.append(row)
+        if progress:
+            print(f"{honest} (honest) vs {liar} (liar): {100 * row['image_win_rate']:.1f} %")
+    return rows
+
+
+def plot_training_curve(history: list[dict], path: Path) -> Path:
+    """Win rates on the curve images after each epoch (warm-up epochs shaded)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.5, 3.8))
+    epochs = [h["epoch"] for h in history]
+    for key, style in (("learned_vs_learned", "o-"), ("learned_vs_random", "s--"),
+                       ("random_vs_learned", "s:"), ("learned_vs_greedy", "^--"),
+                       ("greedy_vs_learned", "^:")):  # fmt: skip
+        if key in history[0]:
+            honest, liar = key.split("_vs_")
+            ax.plot(epochs, [100 * h[key] for h in history], style,
+                    label=f"{honest} honest vs {liar} liar")  # fmt: skip
+    warm = [h["epoch"] for h in history if h.get("phase") == "warmup"]
+    if warm:
+        ax.axvspan(0.5, max(warm) + 0.5, color="0.9", label="warm-up")
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("honest wins vs all 9 liars, %")
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def report_text(cfg: AgentsConfig, rows: list[dict], history: list[dict]) -> str:
+    t = cfg.train
+    lines = [
+        f"# Learned debaters, {t.pixels} pixels",
+        "",
+        f"Precommit, {t.first} reveals first; test images {cfg.images} ({rows[0]['n_images']}); "
+        f"honest wins = the honest player beats all nine liars of an image. Trained "
+        f"{t.warmup_epochs} warm-up + {t.epochs} REINFORCE epochs.",
+        "",
+        "| honest agent | liar agent | honest wins, % (SE) | games won, % |",
+        "|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(f"| {r['honest']} | {r['liar']} | {100 * r['image_win_rate']:.1f} "
+                     f"({100 * r['image_win_rate_se']:.1f}) | {100 * r['game_win_rate']:.1f} |")  # fmt: skip
+    lines += ["", "![training curve](training_curve.png)", ""]
+    return "\n".join(lines)
+
+
+def run(cfg: AgentsConfig, folder: RunFolder) -> dict:
+    """Train (or load from the cache) the debaters, then play the table; returns the metrics."""
+    if cfg.threads is not None:
+        torch.set_num_threads(cfg.threads)
+    folder.seeds.update({"debaters": cfg.train.seed, "judge": cfg.train.judge_config().seed})
+    trained, judge = get_debaters(cfg.train, folder.data_dir, folder.cache_dir, folder.progress)
+    x, y = load_raw("mnist", "test", folder.data_dir)
+    start, stop = parse_image_range(cfg.images, len(x))
+    pieces = KeyedPieces(folder.path / "pairs", {"train": cfg.train.key(), "images": cfg.images,
+                                                  "opponents": cfg.opponents})  # fmt: skip
+    rows = evaluate_pairs(cfg, trained.model, judge, x[start:stop],
+                          y[start:stop].astype(np.int64), pieces, folder.progress)  # fmt: skip
+    plot_training_curve(trained.history, folder.path / "training_curve.png")
+    write_json(folder.path / "history.json", trained.history)
+    (folder.path / "report.md").write_text(report_text(cfg, rows, trained.history))
+    metrics = {f"{r['honest']}_vs_{r['liar']}_win_rate": r["image_win_rate"] for r in rows}
+    metrics.update({"n_images": stop - start, "debaters_checkpoint": str(trained.path),
+                    "train": asdict(cfg.train)})  # fmt: skip
+    folder.echo(json.dumps({k: v for k, v in metrics.items() if k.endswith("rate")}, indent=2))
+    return metrics
