@@ -57,14 +57,15 @@ class DebaterTrainConfig:
     """Width of both hidden layers (the demo: 512)."""
     warmup_epochs: int = field(default=1, metadata={"min": 0})
     """Epochs imitating the judge's Grad-CAM saliency before self-play (0: none)."""
-    epochs: int = field(default=10, metadata={"min": 1})
+    epochs: int = field(default=20, metadata={"min": 1})
     """Epochs of self-play REINFORCE over the training images."""
     batch_size: int = field(default=128, metadata={"min": 2})
     """Games per optimiser step (the leave-one-out baseline needs two or more)."""
     warmup_lr: float = 1e-3
     """Adam learning rate of the warm-up."""
-    lr: float = 1e-4
-    """Adam learning rate of REINFORCE."""
+    lr: float = 1e-3
+    """Adam learning rate of REINFORCE (a pilot on 12,000 images: 1e-3 learnt faster than
+    1e-4 over five epochs)."""
     reward: Literal["sigmoid", "win"] = "sigmoid"
     """The honest reward: sigmoid of the judge's honest margin (smooth) or the 0/1 win; the
     liar's is one minus it."""
