@@ -72,7 +72,7 @@ def serve(host, port, seed, data_dir, cache_dir):
 @friendly_errors
 def export_onnx(out, checkpoints, seed, data_dir, cache_dir):
     """Write judges as ONNX files: the cached MNIST judges (gold, sparse, each pixel judge) or
-    the checkpoints given with --checkpoint.
+    the checkpoints given with --checkpoint (judges, or learned debaters: one file per side).
 
     Each FILE.onnx takes `x` (float32, batch first) and returns `logits`; FILE.onnx.json says how
     to build `x`. With onnxruntime installed every file is checked against PyTorch.
@@ -80,9 +80,9 @@ def export_onnx(out, checkpoints, seed, data_dir, cache_dir):
     from .judges.export import export_onnx as export
 
     jobs = _checkpoint_jobs(checkpoints) if checkpoints else _cached_jobs(cache_dir, data_dir, seed)
-    for name, model, meta in jobs:
+    for name, model, meta, *shape in jobs:
         path = out / f"{name}.onnx"
-        result = export(model, path, meta)
+        result = export(model, path, meta, *shape)
         diff = result["max_abs_diff"]
         check = "not checked (no onnxruntime)" if diff is None else f"max |diff| {diff:.2e}"
         click.echo(f"{path}  ({check})")
@@ -104,9 +104,14 @@ def _checkpoint_jobs(paths):
         try:
             judge = load_judge(path)
         except CacheError as exc:
-            raise click.ClickException(
-                f"{path} is not a debatelab judge checkpoint (cell-grid or pixel judge)"
-            ) from exc
+            debaters = _debater_jobs(path)
+            if debaters is None:
+                raise click.ClickException(
+                    f"{path} is not a debatelab judge checkpoint (cell-grid or pixel judge) "
+                    "nor learned debaters"
+                ) from exc
+            jobs += debaters
+            continue
         if judge.family == "pixel":
             meta = {"judge": f"pixel judge, {judge.config.pixels} random nonzero pixels",
                     "preprocess": PIXEL_INPUT}  # fmt: skip
@@ -118,6 +123,32 @@ def _checkpoint_jobs(paths):
         jobs.append((path.stem, judge.model, {**meta, "train_config": asdict(judge.config),
                                               "checkpoint": str(path)}))  # fmt: skip
     return jobs
+
+
+DEBATER_INPUT = ("1588 floats: pixel/255 (784, row-major), mask of revealed pixels (784, 1/0), "
+                 "one-hot honest claim (10), one-hot liar claim (10; zeros without precommit); "
+                 "output: one logit per pixel (784); the mover reveals the highest-logit pixel "
+                 "among the nonzero, unrevealed ones")  # fmt: skip
+
+
+def _debater_jobs(path):
+    """(name, model, meta, input shape) for each network of a learned-debaters checkpoint, or
+    None when the file holds something else."""
+    from dataclasses import asdict
+
+    from .errors import CacheError
+    from .experiments.agents import load_debaters
+    from .games.learned import N_INPUTS
+
+    try:
+        trained = load_debaters(path)
+    except CacheError:
+        return None
+    meta = {"preprocess": DEBATER_INPUT, "train_config": asdict(trained.config),
+            "checkpoint": str(path)}  # fmt: skip
+    return [(f"{path.stem}-{side}", trained.model.net(side),
+             {**meta, "agent": f"learned {side} debater, {trained.config.pixels} pixels"},
+             (N_INPUTS,)) for side in ("honest", "liar")]  # fmt: skip
 
 
 def _cached_jobs(cache_dir, data_dir, seed):

@@ -1,6 +1,7 @@
-"""Judges as ONNX files, for use outside PyTorch (a browser, another runtime).
+"""Judges (and the learned debaters) as ONNX files, for use outside PyTorch (a browser, another
+runtime).
 
-Each file takes ``x`` (a batch of judge inputs) and returns ``logits``; a JSON file beside it
+Each file takes ``x`` (a batch of model inputs) and returns ``logits``; a JSON file beside it
 says how to build ``x`` (preprocessing, masks) so the model can be used without debatelab.
 Needs the ``onnx`` extra (``onnx`` and ``onnxscript``); ``onnxruntime``, when installed, checks
 every export against PyTorch.
@@ -19,14 +20,15 @@ import numpy as np
 import torch
 
 from ..atomic import atomic_path, write_json
-from .cnn import JudgeCNN
 
 
-def export_onnx(model: JudgeCNN, path: str | os.PathLike, meta: dict) -> dict:
+def export_onnx(model: torch.nn.Module, path: str | os.PathLike, meta: dict,
+                input_shape: tuple[int, ...] | None = None) -> dict:  # fmt: skip
     """Write ``model`` to ``path`` (ONNX, dynamic batch) and ``meta`` to ``path`` + ``.json``.
 
-    Returns ``meta`` with ``max_abs_diff`` against PyTorch on random inputs when onnxruntime is
-    installed (else ``None``).
+    ``input_shape`` is one input's shape without the batch (default: a :class:`JudgeCNN`'s
+    image, ``(channels, size, size)``). Returns ``meta`` with ``max_abs_diff`` against PyTorch
+    on random inputs when onnxruntime is installed (else ``None``).
     """
     try:
         import onnx  # noqa: F401
@@ -37,7 +39,7 @@ def export_onnx(model: JudgeCNN, path: str | os.PathLike, meta: dict) -> dict:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     model = model.eval()
-    shape = (model.in_channels, model.image_size, model.image_size)
+    shape = input_shape or (model.in_channels, model.image_size, model.image_size)
     example = torch.zeros((2, *shape))
     quiet_logger = logging.getLogger("torch.onnx")
     level = quiet_logger.level
@@ -47,28 +49,33 @@ def export_onnx(model: JudgeCNN, path: str | os.PathLike, meta: dict) -> dict:
             warnings.simplefilter("ignore")
             torch.onnx.export(
                 model, (example,), str(tmp), input_names=["x"], output_names=["logits"],
-                dynamic_shapes={"x": {0: torch.export.Dim("batch")}}, dynamo=True,
+                dynamic_shapes=({0: torch.export.Dim("batch")},), dynamo=True,
                 external_data=False,  # one self-contained file (the weights are small)
                 verbose=False,
             )  # fmt: skip
     finally:
         quiet_logger.setLevel(level)
+    with torch.inference_mode():
+        width = model(example).shape[1]
     meta = {**meta, "input": {"name": "x", "shape": ["batch", *shape], "dtype": "float32"},
-            "output": {"name": "logits", "shape": ["batch", model.n_classes]},
-            "max_abs_diff": check_onnx(model, path)}  # fmt: skip
+            "output": {"name": "logits", "shape": ["batch", width]},
+            "max_abs_diff": check_onnx(model, path, shape=shape)}  # fmt: skip
     write_json(Path(str(path) + ".json"), meta)
     return meta
 
 
-def check_onnx(model: JudgeCNN, path: str | os.PathLike, n: int = 16, seed: int = 0):
-    """Largest |logit difference| between onnxruntime and PyTorch on ``n`` random inputs, or
-    ``None`` without onnxruntime."""
+def check_onnx(model: torch.nn.Module, path: str | os.PathLike, n: int = 16, seed: int = 0,
+               shape: tuple[int, ...] | None = None):  # fmt: skip
+    """Largest |logit difference| between onnxruntime and PyTorch on ``n`` random inputs (of
+    one input's ``shape``, default a :class:`JudgeCNN`'s image), or ``None`` without
+    onnxruntime."""
     try:
         import onnxruntime as ort
     except ImportError:
         return None
     gen = torch.Generator().manual_seed(seed)
-    x = torch.randn((n, model.in_channels, model.image_size, model.image_size), generator=gen)
+    shape = shape or (model.in_channels, model.image_size, model.image_size)
+    x = torch.randn((n, *shape), generator=gen)
     with torch.inference_mode():
         want = model.eval()(x).numpy()
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
