@@ -79,17 +79,33 @@ def cache(tmp_path, monkeypatch) -> Path:
 @pytest.fixture(scope="session")
 def demo_judges(data_root, mnist, tmp_path_factory):
     """Real MNIST judges trained briefly (one epoch on 20,000 images each; the pixel judge for
-    K = 4 only), as cached checkpoints: good enough to read a drawn 1, quick to train."""
+    K = 4 only) and learned debaters for K = 4, as cached checkpoints: good enough to read a
+    drawn 1, quick to train."""
     from debatelab.judges import TrainConfig, get_judge
     from debatelab.judges.pixel import PixelTrainConfig, get_pixel_judge
 
+    from debatelab.data import load_raw
+    from debatelab.experiments.agents import DebaterTrainConfig, load_debaters, train_debaters
+    from debatelab.judges.pixel import PixelJudge
+    from debatelab.judges.train import cached_judge
+
     cache = tmp_path_factory.mktemp("demo-cache")
     quick = {"epochs": 1, "train_limit": 20_000}
+    pixel4 = get_pixel_judge(PixelTrainConfig(pixels=4, **quick), data_root, cache,
+                             progress=False)  # fmt: skip
+    # learned debaters for K = 4, briefly trained against that judge (a few seconds)
+    cfg = DebaterTrainConfig(pixels=4, hidden=64, epochs=1, train_limit=2000,
+                             curve_images="0:20", curve_greedy_images=0)  # fmt: skip
+    x, y = load_raw("mnist", "train", data_root)
+    tx, ty = load_raw("mnist", "test", data_root)
+    debaters = cached_judge(cfg, cache, False, lambda partial: train_debaters(
+        cfg, PixelJudge(pixel4.model), x, y, tx, ty, partial, progress=False),
+        load=load_debaters)  # fmt: skip
     return {
         "gold": get_judge(TrainConfig(kind="gold", **quick), mnist, cache, progress=False),
         "sparse": get_judge(TrainConfig(kind="sparse", **quick), mnist, cache, progress=False),
-        "pixel4": get_pixel_judge(PixelTrainConfig(pixels=4, **quick), data_root, cache,
-                                  progress=False),
+        "pixel4": pixel4,
+        "debaters4": debaters,
     }  # fmt: skip
 
 
@@ -100,10 +116,11 @@ def demo_models(data_root, mnist, demo_judges):
     from debatelab.web.models import DemoModels, train_command
 
     images, labels = load_raw("mnist", "test", data_root)
-    missing = {f"pixel{k}": train_command(f"pixel{k}") for k in (2, 3, 5, 6)}
+    missing = {f"{name}{k}": train_command(f"{name}{k}") for k in (2, 3, 5, 6)
+               for name in ("pixel", "debaters")}  # fmt: skip
     return DemoModels(demo_judges["gold"].model, demo_judges["sparse"].model, mnist.channel_mean,
                       mnist.channel_std, images, labels, {4: demo_judges["pixel4"].model},
-                      missing)  # fmt: skip
+                      missing, {4: demo_judges["debaters4"].model})  # fmt: skip
 
 
 @pytest.fixture(scope="session")

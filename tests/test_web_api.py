@@ -29,8 +29,9 @@ def _image(client, index=0):
 
 def test_info_names_the_missing_models(client):
     info = client.get("/api/info").json()
-    assert info["models"] == {"gold": True, "sparse": True, "pixel": [4]}
+    assert info["models"] == {"gold": True, "sparse": True, "pixel": [4], "debaters": [4]}
     assert info["missing"]["pixel6"] == "debatelab train --kind pixel --pixels 6"
+    assert info["missing"]["debaters6"] == "debatelab agents train --pixels 6"
     assert info["test_images"] == 10_000
 
 
@@ -67,6 +68,28 @@ def test_pixel_game_to_a_verdict(client, demo_models):
     np.testing.assert_allclose(out["verdict"]["logits"], logits, atol=1e-5)
     again = client.post("/api/pixels", json={**body, "moves": moves[:2]}).json()
     assert again["moves"][2] == moves[2]  # same seed, same position: same move
+
+
+def test_learned_agents_play_through_the_api_as_in_the_library(client, demo_models):
+    """agent=learned: each AI move is the learned debater's move on the same position."""
+    from debatelab.games.learned import LearnedAgent
+    from debatelab.games.pixels import PixelGames, PixelRules
+
+    image, label = _image(client, 5)
+    liar = (label + 3) % 10
+    body = {"image": image, "honest": label, "liar": liar, "pixels": 4, "agent": "learned",
+            "play": True}  # fmt: skip
+    games = PixelGames.new(np.array(image, dtype=np.float32)[None], [label], [liar],
+                           PixelRules(4))  # fmt: skip
+    agent = LearnedAgent(demo_models.debaters[4])
+    moves = []
+    while not games.done:
+        out = client.post("/api/pixels", json={**body, "moves": moves}).json()
+        slot = agent.moves(games, None, torch.Generator())
+        games = games.play(slot)
+        assert out["ai_move"] == int(games.candidates[0, slot[0]])
+        moves = out["moves"]
+    assert out["done"] and out["verdict"] is not None
 
 
 def test_cell_game_exact_play_reaches_the_solver_value(client, demo_models, mnist):
@@ -275,8 +298,9 @@ def test_serve_command_with_an_empty_cache_names_the_commands(tmp_path, data_roo
             except httpx.TransportError:
                 assert proc.poll() is None and time.time() < deadline, "serve did not start"
                 time.sleep(0.2)
-        assert info["models"] == {"gold": False, "sparse": False, "pixel": []}
+        assert info["models"] == {"gold": False, "sparse": False, "pixel": [], "debaters": []}
         assert info["missing"]["gold"] == "debatelab train --kind gold"
+        assert info["missing"]["debaters6"] == "debatelab agents train --pixels 6"
         assert info["missing"]["pixel6"] == "debatelab train --kind pixel --pixels 6"
         page = httpx.get(url + "/")
         assert page.status_code == 200 and 'id="tab-debate"' in page.text

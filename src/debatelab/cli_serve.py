@@ -37,7 +37,8 @@ def serve(host, port, seed, data_dir, cache_dir):
     Serves a page with three tabs (Classify, Debate, About) at http://HOST:PORT/. It uses the
     judges already in the cache and trains nothing: `debatelab run` (or `debatelab train`) makes
     the MNIST gold classifier and sparse judge, `debatelab train --kind pixel --pixels K` the
-    pixel judge of the K-pixel game. The page names the command for any that is missing.
+    pixel judge of the K-pixel game, `debatelab agents train --pixels K` its learned debaters.
+    The page names the command for any that is missing.
     """  # fmt: skip
     import uvicorn
 
@@ -47,9 +48,10 @@ def serve(host, port, seed, data_dir, cache_dir):
     models = load_demo_models(cache_dir, data_dir, seed)
     have = ["gold"] * (models.gold is not None) + ["sparse"] * (models.sparse is not None)
     have += [f"pixel K={k}" for k in sorted(models.pixel)]
-    click.echo(f"judges loaded: {', '.join(have) or 'none'}")
+    have += [f"learned debaters K={k}" for k in sorted(models.debaters)]
+    click.echo(f"models loaded: {', '.join(have) or 'none'}")
     for name, command in models.missing.items():
-        if not name.startswith("pixel") or name in ("pixel4", "pixel6"):
+        if not name.startswith(("pixel", "debaters")) or name[-1] in "46":
             click.echo(f"missing {name}: make it with `{command}`")
     click.echo(f"debatelab demo on http://{host}:{port}/ (Ctrl+C stops it)")
     uvicorn.run(serve_app(models), host=host, port=port, log_level="warning")

@@ -84,7 +84,7 @@ class PixelRequest(ImageRequest):
     first: Literal["honest", "liar"] = "liar"
     moves: list[StrictInt] = Field(default_factory=list, max_length=PIXEL_RANGE[1])
     """Pixels revealed so far (row * 28 + col), in order."""
-    agent: Literal["mcts", "greedy", "random"] = "mcts"
+    agent: Literal["mcts", "greedy", "random", "learned"] = "mcts"
     rollouts: Annotated[StrictInt, Field(ge=1, le=MAX_ROLLOUTS)] = 200
     seed: Seed = 0
     play: bool = False

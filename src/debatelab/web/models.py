@@ -1,8 +1,9 @@
 """The models and data the demo serves, taken from the cache the other commands fill.
 
 The demo trains nothing: it loads the MNIST gold classifier and sparse judge (``debatelab run``
-or ``debatelab train``) and the pixel judges (``debatelab train --kind pixel --pixels K``) that
-are already cached, and names the command that makes each missing one.
+or ``debatelab train``), the pixel judges (``debatelab train --kind pixel --pixels K``) and the
+learned pixel debaters (``debatelab agents train --pixels K``) that are already cached, and
+names the command that makes each missing one.
 """
 
 from __future__ import annotations
@@ -16,7 +17,10 @@ import torch
 from ..data import load_raw
 from ..data.preprocess import apply_standardise, channel_stats, resize
 from ..judges import JudgeCNN, TrainConfig, find_cached
+from ..experiments.agents import DebaterTrainConfig, load_debaters
+from ..games.learned import DebaterNets
 from ..judges.pixel import PixelTrainConfig
+from ..judges.train import judge_path
 
 #: The pixel game's K slider.
 PIXEL_RANGE = (2, 12)
@@ -43,6 +47,8 @@ class DemoModels:
     """Pixel judges by K."""
     missing: dict[str, str] = field(default_factory=dict)
     """Missing model name -> the command that makes it."""
+    debaters: dict[int, DebaterNets] = field(default_factory=dict)
+    """Learned pixel debaters by K."""
     image_size: int = 18
     grid: int = 6
     reveal: int = 4
@@ -59,8 +65,11 @@ class DemoModels:
 
 
 def train_command(name: str, seed: int = 0) -> str:
-    """The command that makes judge ``name`` (``gold``, ``sparse``, ``pixel6``, ...)."""
-    if name.startswith("pixel"):
+    """The command that makes model ``name`` (``gold``, ``sparse``, ``pixel6``, ``debaters6``,
+    ...)."""
+    if name.startswith("debaters"):
+        command = f"debatelab agents train --pixels {int(name[8:])}"
+    elif name.startswith("pixel"):
         command = f"debatelab train --kind pixel --pixels {int(name[5:])}"
     else:
         command = f"debatelab train --kind {name}"
@@ -83,15 +92,20 @@ def load_demo_models(
         found[kind] = None if judge is None else judge.model
         if judge is None:
             missing[kind] = train_command(kind, seed)
-    pixel = {}
+    pixel, debaters = {}, {}
     for k in range(PIXEL_RANGE[0], PIXEL_RANGE[1] + 1):
         judge = find_cached(PixelTrainConfig(pixels=k, seed=seed), cache)
         if judge is not None:
             pixel[k] = judge.model
         else:
             missing[f"pixel{k}"] = train_command(f"pixel{k}", seed)
+        path = judge_path(DebaterTrainConfig(pixels=k, seed=seed), cache)
+        if path.exists():
+            debaters[k] = load_debaters(path).model
+        else:
+            missing[f"debaters{k}"] = train_command(f"debaters{k}", seed)
     return DemoModels(found["gold"], found["sparse"], mean, std, test_images, test_labels,
-                      pixel, missing)  # fmt: skip
+                      pixel, missing, debaters)  # fmt: skip
 
 
 def missing_command(models: DemoModels, name: str) -> str:

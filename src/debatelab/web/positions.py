@@ -31,6 +31,7 @@ import torch
 from ..data.digits import center_digit
 from ..errors import DebatelabError
 from ..games.agents import MCTSAgent, MCTSConfig, greedy_agent, random_agent
+from ..games.learned import LearnedAgent
 from ..games.cellplay import PROTOCOLS, CellDebate, CellGameRules
 from ..games.pixels import PixelGames, PixelRules
 from ..games.solver import RULES
@@ -45,18 +46,24 @@ from .models import CLASSES, PIXEL_RANGE, DemoModels, missing_command
 #: Most MCTS simulations per move a position may ask for (the paper's budget).
 MAX_ROLLOUTS = 10_000
 #: The pixel game's AI players.
-AGENTS = ("mcts", "greedy", "random")
+AGENTS = ("mcts", "greedy", "random", "learned")
 
 T = TypeVar("T")
 
 
+def _model_name(name: str) -> str:
+    if name.startswith("debaters"):
+        return f"learned debaters of the {name[8:]}-pixel game"
+    return f"{name} judge"
+
+
 class MissingModelError(DebatelabError, LookupError):
-    """A judge the position needs is not in the cache; the message names the command that
-    makes it."""
+    """A judge (or the learned debaters) the position needs is not in the cache; the message
+    names the command that makes it."""
 
     def __init__(self, name: str, command: str):
         super().__init__(
-            f"the {name} judge is not in the cache; make it with `{command}` and restart "
+            f"the {_model_name(name)} is not in the cache; make it with `{command}` and restart "
             "`debatelab serve`"
         )
         self.name, self.command = name, command
@@ -125,7 +132,8 @@ class PixelPosition:
     moves: tuple[int, ...] = ()
     """Pixels revealed so far (row * 28 + col), in order."""
     agent: str = "mcts"
-    """The AI player: ``mcts``, ``greedy`` or ``random``."""
+    """The AI player: ``mcts``, ``greedy``, ``random`` or ``learned`` (the cached learned
+    debaters of ``pixels``)."""
     rollouts: int = 200
     """MCTS simulations per move."""
     seed: int = 0
@@ -231,7 +239,7 @@ def info(models: DemoModels) -> dict[str, Any]:
     settings the page offers."""
     return {
         "models": {"gold": models.gold is not None, "sparse": models.sparse is not None,
-                   "pixel": sorted(models.pixel)},
+                   "pixel": sorted(models.pixel), "debaters": sorted(models.debaters)},
         "missing": models.missing, "classes": CLASSES,
         "test_images": int(len(models.test_images)), "protocols": PROTOCOLS,
         "rules": list(RULES), "pixel_range": list(PIXEL_RANGE), "max_rollouts": MAX_ROLLOUTS,
@@ -293,7 +301,10 @@ def pixel_position(
     ai_move = None
     if pos.play and not games.done:
         agent = {"mcts": lambda: MCTSAgent(MCTSConfig(rollouts=pos.rollouts)),
-                 "greedy": greedy_agent, "random": random_agent}[pos.agent]()  # fmt: skip
+                 "greedy": greedy_agent, "random": random_agent,
+                 "learned": lambda: LearnedAgent(_need(models, f"debaters{pos.pixels}",
+                                                       models.debaters.get(pos.pixels)))
+                 }[pos.agent]()  # fmt: skip
         gen = torch.Generator().manual_seed(pos.seed * 1000 + games.turn)
         with compute.heavy():
             slot = agent.moves(games, judge, gen)
