@@ -81,12 +81,10 @@ def demo_judges(data_root, mnist, tmp_path_factory):
     """Real MNIST judges trained briefly (one epoch on 20,000 images each; the pixel judge for
     K = 4 only) and learned debaters for K = 4, as cached checkpoints: good enough to read a
     drawn 1, quick to train."""
-    from debatelab.judges import TrainConfig, get_judge
-    from debatelab.judges.pixel import PixelTrainConfig, get_pixel_judge
-
     from debatelab.data import load_raw
     from debatelab.experiments.agents import DebaterTrainConfig, load_debaters, train_debaters
-    from debatelab.judges.pixel import PixelJudge
+    from debatelab.judges import TrainConfig, get_judge
+    from debatelab.judges.pixel import PixelJudge, PixelTrainConfig, get_pixel_judge
     from debatelab.judges.train import cached_judge
 
     cache = tmp_path_factory.mktemp("demo-cache")

@@ -21,6 +21,7 @@ from ..atomic import write_json
 from ..cluster import Cluster, run_pieces
 from ..data import load_raw
 from ..games.agents import MCTSAgent, MCTSConfig, PolicyAgent, greedy_agent, random_agent
+from ..games.learned import LearnedAgent
 from ..games.pixels import PixelRules, image_honest_wins, liar_games, play
 from ..judges.pixel import PixelJudge, PixelTrainConfig, get_pixel_judge, random_pixel_accuracy
 from ..policies import as_policy
@@ -31,7 +32,7 @@ from ..store import parse_image_range
 
 PUBLISHED = {4: {"judge": 48.2, "debate": 85.2}, 6: {"judge": 59.4, "debate": 88.9}}
 """Irving et al. (2018): judge accuracy on random pixels and honest wins with precommit, %."""
-AGENTS = ("mcts", "greedy", "random")
+AGENTS = ("mcts", "greedy", "random", "learned")
 
 
 @dataclass
@@ -48,8 +49,9 @@ class PixelExperimentConfig:
     """Who reveals the first pixel (default liar: the honest player has the last word, the
     order under which the published win rates are reached here)."""
     agent: str = "mcts"
-    """Both players' agent: mcts, greedy (one-step lookahead), random, or a rank policy over
-    one-step values such as top5 (quantiliser) or bo4 (best of 4)."""
+    """Both players' agent: mcts, greedy (one-step lookahead), random, learned (the debaters of
+    `debatelab agents train`, trained first if not cached), or a rank policy over one-step
+    values such as top5 (quantiliser) or bo4 (best of 4)."""
     c_puct: float = 1.0
     """PUCT exploration weight."""
     batch_games: int = field(default=64, metadata={"min": 1})
@@ -94,7 +96,17 @@ class PixelExperimentConfig:
         seed = self.seed if self.judge_seed is None else self.judge_seed
         return PixelTrainConfig(pixels=self.pixels, seed=seed, epochs=self.judge_epochs)
 
-    def make_agent(self):
+    def debaters_config(self):
+        from .agents import DebaterTrainConfig
+
+        return DebaterTrainConfig(pixels=self.pixels, first=self.first, seed=self.seed,
+                                  judge_seed=self.judge_seed, judge_epochs=self.judge_epochs)  # fmt: skip
+
+    def make_agent(self, debaters=None):
+        if self.agent == "learned":
+            if debaters is None:
+                raise ValueError("the learned agent needs its trained debaters")
+            return LearnedAgent(debaters)
         if self.agent == "greedy":
             return greedy_agent()
         if self.agent == "random":
@@ -118,9 +130,11 @@ def play_protocol(
     precommit: bool,
     folder: Path,
     progress: bool = True,
+    debaters=None,
 ) -> list[dict]:
     """Play every image under one protocol in chunks stored in ``folder``; returns one log row
-    per game (image index, claims, moves, logits, verdict)."""
+    per game (image index, claims, moves, logits, verdict). ``debaters``: the learned agent's
+    networks (``agent="learned"`` only)."""
     rules = PixelRules(cfg.pixels, cfg.first, precommit)
     protocol = "precommit" if precommit else "no_precommit"
     per_image = 9 if precommit else 1
@@ -133,7 +147,7 @@ def play_protocol(
             by_chunk[c] = json.loads(path.read_text())
             continue
         stop = min(start + chunk_images, len(images))
-        pieces.append((cfg, judge, images[start:stop], labels[start:stop], rules,
+        pieces.append((cfg, judge, debaters, images[start:stop], labels[start:stop], rules,
                        first_index + start, protocol, c))  # fmt: skip
         paths.append((c, path))
     bar = progress_bar(total=len(pieces), enabled=progress, desc=protocol, unit="chunk")
@@ -152,10 +166,10 @@ def play_protocol(
 
 def _play_chunk(piece) -> tuple[list[dict], int]:
     """One chunk of games, where it runs: their log rows and the judge evaluations spent."""
-    cfg, judge, images, labels, rules, first, protocol, c = piece
+    cfg, judge, debaters, images, labels, rules, first, protocol, c = piece
     before = judge.evaluations
     games, image_of = liar_games(images, labels, rules)
-    agent = cfg.make_agent()
+    agent = cfg.make_agent(debaters)
     record = play(games, agent, agent, judge, _chunk_generator(cfg.seed, protocol, c))
     rows = record.log_rows()
     for row, i in zip(rows, image_of, strict=True):
@@ -202,7 +216,12 @@ def run_pixels(
     acc_images = random_pixel_accuracy(judge, images, labels, cfg.pixels, gen, cfg.accuracy_draws)
     judge.evaluations = judge.calls = 0
     chunks = KeyedPieces(out / "chunks", play_settings(cfg)).folder
-    rows = play_protocol(cfg, judge, images, labels, start, True, chunks, progress)
+    debaters = None
+    if cfg.agent == "learned":
+        from .agents import get_debaters
+
+        debaters = get_debaters(cfg.debaters_config(), data_dir, cache, progress)[0].model
+    rows = play_protocol(cfg, judge, images, labels, start, True, chunks, progress, debaters)
     metrics = {
         "judge_accuracy": acc_all,
         "judge_accuracy_images": acc_images,
@@ -210,7 +229,8 @@ def run_pixels(
         "honest_game_win_rate_precommit": float(np.mean([r["honest_win"] for r in rows])),
     }
     if cfg.no_precommit:
-        rows_np = play_protocol(cfg, judge, images, labels, start, False, chunks, progress)
+        rows_np = play_protocol(cfg, judge, images, labels, start, False, chunks, progress,
+                                debaters)  # fmt: skip
         metrics["honest_win_rate_no_precommit"] = image_win_rate(rows_np)
         rows += rows_np
     metrics.update({
@@ -307,7 +327,10 @@ def report_text(cfg: PixelExperimentConfig, m: dict) -> str:
 def play_settings(cfg: PixelExperimentConfig) -> dict:
     """The settings that decide the games: stored chunks are reused only under their hash."""
     skip = ("examples", "accuracy_draws", "threads", "cluster")
-    return {k: v for k, v in asdict(cfg).items() if k not in skip}
+    settings = {k: v for k, v in asdict(cfg).items() if k not in skip}
+    if cfg.agent == "learned":  # the games depend on how the debaters were trained
+        settings["debaters"] = cfg.debaters_config().key()
+    return settings
 
 
 def plot_rollout_curve(

@@ -31,8 +31,8 @@ import torch
 from ..data.digits import center_digit
 from ..errors import DebatelabError
 from ..games.agents import MCTSAgent, MCTSConfig, greedy_agent, random_agent
-from ..games.learned import LearnedAgent
 from ..games.cellplay import PROTOCOLS, CellDebate, CellGameRules
+from ..games.learned import LearnedAgent
 from ..games.pixels import PixelGames, PixelRules
 from ..games.solver import RULES
 from ..games.tables import game_tables
