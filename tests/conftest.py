@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -169,3 +170,25 @@ def pixel_stand_ins(monkeypatch):
 
     monkeypatch.setattr(experiment, "get_pixel_judge", judge)
     return x, y
+
+
+# ---------- the demo page in Debian's chromium (test_web_browser, test_site_browser) ----------
+ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
+CHROMIUM = os.environ.get("DEBATELAB_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+FLAGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).exists():
+        if os.environ.get("DEBATELAB_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"no chromium at {CHROMIUM}: apt-get install chromium chromium-driver")
+        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        yield b
+        b.close()

@@ -6,31 +6,9 @@ tests skip, unless DEBATELAB_REQUIRE_BROWSER=1 (CI installs chromium and sets it
 
 from __future__ import annotations
 
-import os
-import shutil
-from pathlib import Path
-
 import pytest
 
-ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
-CHROMIUM = os.environ.get("DEBATELAB_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-FLAGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not Path(CHROMIUM).exists():
-        if os.environ.get("DEBATELAB_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"no chromium at {CHROMIUM}: apt-get install chromium chromium-driver")
-        pytest.skip("Debian's chromium is not installed (apt-get install chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
-        yield b
-        b.close()
+from conftest import ARTIFACTS
 
 
 @pytest.fixture

@@ -17,6 +17,8 @@ TOOLS = {
               "Start the interactive demo: watch, play or judge a debate."),
     "export-onnx": ("debatelab.cli_serve", "export_onnx",
                     "Write judges as ONNX files, checked against PyTorch."),
+    "export-site": ("debatelab.cli_serve", "export_site",
+                    "Write the demo as a static site that runs in the browser."),
 }  # fmt: skip
 
 

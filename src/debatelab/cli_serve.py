@@ -1,4 +1,5 @@
-"""``debatelab serve`` (the browser demo) and ``debatelab export-onnx``."""
+"""``debatelab serve`` (the browser demo), ``debatelab export-site`` (the same demo as static
+files) and ``debatelab export-onnx``."""
 
 from __future__ import annotations
 
@@ -181,3 +182,34 @@ def _cached_jobs(cache_dir, data_dir, seed):
             "`debatelab train --kind pixel --pixels 6`"
         )
     return jobs
+
+
+@click.command("export-site")
+@click.argument("out", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--samples", type=click.IntRange(1, 10000), default=200, show_default=True,
+              help="MNIST test images the page offers as random samples (the first N).")  # fmt: skip
+@_judge_seed_option
+@path_options
+@friendly_errors
+def export_site(out, samples, seed, data_dir, cache_dir):
+    """Write the demo into the folder OUT as static files that any web server can serve.
+
+    The page is the server's page; its calls are answered in the browser by onnxruntime-web
+    (copied into OUT from its npm package, so nothing is fetched from a CDN at run time) running
+    the cached judges and learned debaters as ONNX files: classify a drawing or a sample, and
+    the 2018 pixel game with the learned, greedy and random agents in every role. The cell-grid
+    games and MCTS need `debatelab serve`. Building needs npm the first time (the runtime is
+    cached afterwards). Try it: `python -m http.server -d OUT 8001`.
+    """  # fmt: skip
+    from .web.models import load_demo_models
+    from .web.site import build_site, site_size
+
+    models = load_demo_models(cache_dir, data_dir, seed)
+    info = build_site(models, out, samples, cache_dir)
+    have = ["gold"] * info["models"]["gold"] + [f"pixel K={k}" for k in info["models"]["pixel"]]
+    have += [f"learned debaters K={k}" for k in info["models"]["debaters"]]
+    click.echo(f"models on the site: {', '.join(have)}; agents: {', '.join(info['agents'])}")
+    for name in ("pixel6", "debaters6"):
+        if name in models.missing:
+            click.echo(f"missing {name}: make it with `{models.missing[name]}`")
+    click.echo(f"{out}  ({site_size(out) / 2**20:.1f} MB)")

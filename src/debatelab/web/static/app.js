@@ -1,4 +1,5 @@
-// debatelab demo page: drawing, classification and debates against the local server.
+// debatelab demo page: drawing, classification and debates against the local server (or,
+// on the static site, against local.js, which answers the same calls in the browser).
 "use strict";
 
 const $ = (id) => document.getElementById(id);
@@ -15,8 +16,9 @@ const app = {
   auto: false,
 };
 
-// ---------- server ----------
+// ---------- server (or, on the static site, local.js in this browser) ----------
 async function api(path, body) {
+  if (typeof debatelabLocal !== "undefined") return debatelabLocal.api(path, body);
   const opts = body === undefined ? {} : {
     method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
   };
@@ -143,7 +145,8 @@ function renderBars(which, probs) {
   if (!probs) {
     const cmd = app.info && app.info.missing[which];
     pred.textContent = "not available";
-    if (cmd) box.innerHTML = `<p class="muted">Make it with <code>${cmd}</code>.</p>`;
+    if (cmd && app.info.static) box.innerHTML = `<p class="muted">Runs on the server: <code>${cmd}</code>.</p>`;
+    else if (cmd) box.innerHTML = `<p class="muted">Make it with <code>${cmd}</code>.</p>`;
     return;
   }
   const top = argmax(probs);
@@ -532,12 +535,32 @@ $("step").addEventListener("click", () => step().catch(showError));
 $("auto").addEventListener("click", () => autoPlay());
 
 // ---------- start-up ----------
+// The static site offers what runs in the browser: the pixel game, its exported judges' K and
+// the agents whose models it holds.
+function staticPage(info) {
+  [...$("agent").options].forEach((o) => { if (!info.agents.includes(o.value)) o.remove(); });
+  [...$("game").options].forEach((o) => { if (o.value !== "pixels") o.remove(); });
+  $("game").dispatchEvent(new Event("change"));
+  $("rollouts").closest("label").hidden = true;
+  const ks = info.models.pixel;
+  if (ks.length) { $("k").min = String(Math.min(...ks)); $("k").max = String(Math.max(...ks)); }
+}
+
 (async function init() {
   try {
     app.info = await api("/api/info");
+    if (app.info.static) staticPage(app.info);
     fillSelect($("truth"), [...Array(10).keys()], 0);
     fillLiarChoices();
     const m = app.info.missing;
+    if (app.info.static) {
+      $("missing").innerHTML = `Static site: everything runs in this browser (onnxruntime-web). Pixel game for K = ${app.info.models.pixel.join(", ")}; agents: ${app.info.agents.join(", ")}. The cell-grid games, MCTS and the sparse judge's all-mask average need the server: <code>debatelab serve</code>.`;
+      $("missing").hidden = false;
+      $("missing").classList.add("info");
+      if (app.info.models.pixel.length && !app.info.models.pixel.includes(6)) { $("k").value = String(app.info.models.pixel[0]); $("k-out").textContent = $("k").value; }
+      document.body.dataset.ready = "1";
+      return;
+    }
     const core = ["gold", "sparse"].filter((k) => m[k]).map((k) => `${k} judge: <code>${m[k]}</code>`);
     const pix = app.info.models.pixel;
     const lines = core.slice();
