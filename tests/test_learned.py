@@ -43,10 +43,12 @@ def flat_grad(nets: DebaterNets, loss: torch.Tensor) -> torch.Tensor:
     ])  # fmt: skip
 
 
-def test_reinforce_gradient_equals_the_exact_policy_gradient():
+@pytest.mark.parametrize("group", [0, 40000])
+def test_reinforce_gradient_equals_the_exact_policy_gradient(group):
     """Two images with four nonzero pixels, two reveals (liar, then honest): the exact gradient
     of each network's expected reward, by enumerating all 12 plays per image, against the mean
-    REINFORCE gradient (leave-one-out baseline) of 40,000 sampled plays per image
+    REINFORCE gradient of 40,000 sampled plays per image, with the leave-one-out baseline of
+    the batch (group 0) or of each image's own plays
     (the norm ratio's spread between seeds is about 2 % at that size)."""
     torch.manual_seed(0)
     nets = DebaterNets(hidden=8)
@@ -70,9 +72,9 @@ def test_reinforce_gradient_equals_the_exact_policy_gradient():
     exact_l = flat_grad(nets, 1 - expected_honest)[honest_params:]
 
     n = 40000
-    sampled = self_play(base.subset(torch.arange(2).repeat(n)), nets, judge,
-                        torch.Generator().manual_seed(0))  # fmt: skip
-    estimate = -flat_grad(nets, reinforce_loss(sampled))
+    order = torch.arange(2).repeat_interleave(n) if group else torch.arange(2).repeat(n)
+    sampled = self_play(base.subset(order), nets, judge, torch.Generator().manual_seed(0))
+    estimate = -flat_grad(nets, reinforce_loss(sampled, group))
     for exact, est in ((exact_h, estimate[:honest_params]), (exact_l, estimate[honest_params:])):
         assert exact.norm() > 1e-2  # a gradient worth comparing
         cosine = torch.nn.functional.cosine_similarity(exact, est, dim=0)
@@ -166,7 +168,7 @@ def test_training_resumes_to_the_same_weights(tmp_path, monkeypatch):
     from debatelab.experiments import agents
 
     cfg = agents.DebaterTrainConfig(pixels=4, hidden=16, warmup_epochs=1, epochs=2,
-                                    batch_size=32, train_limit=96, curve_images="0:4",
+                                    batch_size=32, plays=2, train_limit=96, curve_images="0:4",
                                     curve_greedy_images=1)  # fmt: skip
     images, labels = sparse_images(96, 20, 9), np.arange(96) % 10
     test_images, test_labels = sparse_images(4, 20, 10), np.arange(4)
@@ -179,11 +181,11 @@ def test_training_resumes_to_the_same_weights(tmp_path, monkeypatch):
     calls = {"n": 0}
     real = agents.reinforce_loss
 
-    def dying(played):
+    def dying(played, group):
         calls["n"] += 1
         if calls["n"] == 5:  # 3 steps per epoch: the second step of the second epoch
             raise KeyboardInterrupt
-        return real(played)
+        return real(played, group)
 
     monkeypatch.setattr(agents, "reinforce_loss", dying)
     with pytest.raises(KeyboardInterrupt):

@@ -57,10 +57,15 @@ class DebaterTrainConfig:
     """Width of both hidden layers (the demo: 512)."""
     warmup_epochs: int = field(default=1, metadata={"min": 0})
     """Epochs imitating the judge's Grad-CAM saliency before self-play (0: none)."""
-    epochs: int = field(default=20, metadata={"min": 1})
+    epochs: int = field(default=8, metadata={"min": 1})
     """Epochs of self-play REINFORCE over the training images."""
-    batch_size: int = field(default=128, metadata={"min": 2})
-    """Games per optimiser step (the leave-one-out baseline needs two or more)."""
+    batch_size: int = field(default=16, metadata={"min": 1})
+    """Images per optimiser step."""
+    plays: int = field(default=8, metadata={"min": 1})
+    """Self-play games per image and step; with two or more, each play's baseline is the mean
+    reward of the image's other plays, else of the rest of the batch (a pilot on 12,000 images,
+    five epochs: 8 plays of 16 images per step won 85 % against a random liar and let a random
+    honest player win 21 %; one play of 128 images, 63 % and 34 %)."""
     warmup_lr: float = 1e-3
     """Adam learning rate of the warm-up."""
     lr: float = 1e-3
@@ -84,8 +89,8 @@ class DebaterTrainConfig:
 
     def __post_init__(self):
         PixelRules(self.pixels, self.first)  # validates pixels and first
-        if self.batch_size < 2:
-            raise ValueError("batch_size must be >= 2 (the baseline is the rest of the batch)")
+        if self.batch_size * self.plays < 2:
+            raise ValueError("a step needs two or more plays (each play's baseline is the others')")
 
     def key(self) -> str:
         return settings_key(f"mnist-debaters{self.pixels}-s{self.seed}", self)
@@ -183,9 +188,12 @@ def train_debaters(cfg: DebaterTrainConfig, judge: PixelJudge, images: np.ndarra
 
     def rl_step(nets, idx, gen):
         games = PixelGames.new(values[idx], y[idx], _liars(y[idx], gen), rules)
+        if cfg.plays > 1:  # each image's plays side by side: groups of the baseline
+            games = games.subset(torch.arange(len(idx)).repeat_interleave(cfg.plays))
         played = self_play(games, nets, judge, gen, reward=cfg.reward)
         wins = played.honest_reward > 0.5  # either reward is above 1/2 exactly on a win
-        return reinforce_loss(played), int(wins.sum())
+        group = cfg.plays if cfg.plays > 1 else 0
+        return reinforce_loss(played, group), wins.sum().item() / cfg.plays
 
     start, stop = parse_image_range(cfg.curve_images, len(test_images))
     curve_x, curve_y = test_images[start:stop], np.asarray(test_labels[start:stop]).astype(np.int64)

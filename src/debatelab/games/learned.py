@@ -149,22 +149,27 @@ def self_play(
     return SelfPlay(games, log_prob, honest_reward(logits, games, reward))
 
 
-def leave_one_out(rewards: torch.Tensor) -> torch.Tensor:
-    """Each sample's baseline: the mean reward of the other samples of the batch (independent
-    of the sample's own moves, so the policy gradient stays unbiased)."""
-    n = len(rewards)
-    if n < 2:
+def leave_one_out(rewards: torch.Tensor, group: int = 0) -> torch.Tensor:
+    """Each sample's baseline: the mean reward of the other samples of its group, independent
+    of the sample's own moves, so the policy gradient stays unbiased. ``group=0``: the whole
+    batch is one group; ``group=S``: consecutive runs of S samples (S plays of one game) are
+    the groups, which also removes the variance between games of different difficulty."""
+    g = group or len(rewards)
+    if len(rewards) % g:
+        raise ValueError(f"{len(rewards)} rewards do not split into groups of {g}")
+    if g < 2:
         return torch.zeros_like(rewards)
-    return (rewards.sum() - rewards) / (n - 1)
+    r = rewards.view(-1, g)
+    return ((r.sum(1, keepdim=True) - r) / (g - 1)).reshape(-1)
 
 
-def reinforce_loss(play: SelfPlay) -> torch.Tensor:
+def reinforce_loss(play: SelfPlay, group: int = 0) -> torch.Tensor:
     """The REINFORCE surrogate of one batch of self-play: its gradient is an unbiased estimate
     of minus the gradient of (honest net: expected honest reward; liar net: expected liar
-    reward), each with the leave-one-out baseline."""
+    reward), each with the leave-one-out baseline of ``group`` (see :func:`leave_one_out`)."""
     r = play.honest_reward.detach()
-    honest = (r - leave_one_out(r)) * play.log_prob["honest"]
-    liar = ((1 - r) - leave_one_out(1 - r)) * play.log_prob["liar"]
+    honest = (r - leave_one_out(r, group)) * play.log_prob["honest"]
+    liar = ((1 - r) - leave_one_out(1 - r, group)) * play.log_prob["liar"]
     return -(honest + liar).mean()
 
 
