@@ -216,3 +216,37 @@ def test_get_pixel_judge_uses_the_cache(tmp_path, monkeypatch):
     assert not first.cached and second.cached and first.path == second.path
     sd1, sd2 = first.model.state_dict(), second.model.state_dict()
     assert all(torch.equal(sd1[k], sd2[k]) for k in sd1)
+
+
+def test_the_demos_sparse_classifier_sees_any_pixel_with_probability_visible(tmp_path,
+                                                                            monkeypatch):  # fmt: skip
+    """DemoSparseConfig (the public demo's judge): every training sample shows each of the 784
+    pixels independently with probability ``visible``, background included; it is cached under
+    its own family and key, beside the K-nonzero-pixel judge."""
+    from debatelab.judges import pixel as pixel_module
+    from debatelab.judges.pixel import DemoSparseConfig, pixel_judge_config
+
+    rng = np.random.default_rng(2)
+    imgs = (rng.random((64, 28, 28)) < 0.2).astype(np.uint8) * 200
+    labels = rng.integers(0, 10, 64)
+    seen = []
+    real = pixel_module.pixel_planes
+
+    def spy(values, mask):
+        seen.append((values, mask))
+        return real(values, mask)
+
+    monkeypatch.setattr(pixel_module, "pixel_planes", spy)
+    monkeypatch.setattr(pixel_module, "load_raw", lambda *a, **k: (imgs, labels))
+    cfg = DemoSparseConfig(pixels=6, visible=0.3, epochs=1, batch_size=32, widths=(2, 4))
+    trained = get_pixel_judge(cfg, cache=tmp_path, progress=False)
+    masks = torch.cat([m for _, m in seen])
+    values = torch.cat([v for v, _ in seen])
+    assert abs(masks.float().mean().item() - 0.3) < 0.01  # 64 x 784 draws
+    assert (masks & (values == 0)).any()  # background pixels are shown too
+    again = pixel_module.load_pixel_checkpoint(trained.path)
+    assert again.family == "pixel-sparse" and again.config == cfg
+    assert trained.path.name.startswith("mnist-pixelsparse30-s0-")
+    assert pixel_judge_config("nonzero", 6, 0, 10) == PixelTrainConfig(pixels=6)
+    with pytest.raises(ValueError, match="visible"):
+        DemoSparseConfig(visible=0)

@@ -24,6 +24,7 @@ import torch
 
 from ..atomic import write_json
 from ..data import load_raw
+from ..errors import CacheError
 from ..games.agents import MCTSAgent, MCTSConfig, greedy_agent, random_agent
 from ..games.learned import (
     DebaterNets,
@@ -36,8 +37,15 @@ from ..games.learned import (
 )
 from ..games.pixels import N_CLASSES, PixelGames, PixelRules, image_honest_wins, liar_games, play
 from ..geometry import pixel_values
-from ..judges.pixel import PixelJudge, PixelTrainConfig, get_pixel_judge, gradcam
-from ..judges.train import CacheError, TrainedJudge, cached_judge, fit_classifier, read_checkpoint
+from ..judges.pixel import (
+    JUDGE_KINDS,
+    PixelJudge,
+    PixelTrainConfig,
+    get_pixel_judge,
+    gradcam,
+    pixel_judge_config,
+)
+from ..judges.train import TrainedJudge, cached_judge, fit_classifier, read_checkpoint
 from ..report.runs import RunFolder
 from ..resume import KeyedPieces, settings_key
 from ..store import parse_image_range
@@ -82,6 +90,9 @@ class DebaterTrainConfig:
     """The first N of ``curve_images`` also played against the greedy agent every epoch."""
     seed: int = 0
     """Seeds the networks' initialisation, the batches, liar claims and moves."""
+    judge: Literal["nonzero", "sparse"] = "nonzero"
+    """The frozen judge: the paper's (trained on K random nonzero pixels) or the demo's sparse
+    classifier (about 10 % of all pixels visible)."""
     judge_seed: int | None = None
     """Seed of the pixel judge (default: the same as --seed)."""
     judge_epochs: int = field(default=10, metadata={"min": 1})
@@ -89,6 +100,8 @@ class DebaterTrainConfig:
 
     def __post_init__(self):
         PixelRules(self.pixels, self.first)  # validates pixels and first
+        if self.judge not in JUDGE_KINDS:
+            raise ValueError(f"judge must be one of {JUDGE_KINDS}, got {self.judge!r}")
         if self.batch_size * self.plays < 2:
             raise ValueError("a step needs two or more plays (each play's baseline is the others')")
 
@@ -97,7 +110,7 @@ class DebaterTrainConfig:
 
     def judge_config(self) -> PixelTrainConfig:
         seed = self.seed if self.judge_seed is None else self.judge_seed
-        return PixelTrainConfig(pixels=self.pixels, seed=seed, epochs=self.judge_epochs)
+        return pixel_judge_config(self.judge, self.pixels, seed, self.judge_epochs)
 
     def rules(self, precommit: bool = True) -> PixelRules:
         return PixelRules(self.pixels, self.first, precommit)

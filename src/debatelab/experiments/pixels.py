@@ -23,7 +23,13 @@ from ..data import load_raw
 from ..games.agents import MCTSAgent, MCTSConfig, PolicyAgent, greedy_agent, random_agent
 from ..games.learned import LearnedAgent
 from ..games.pixels import PixelRules, image_honest_wins, liar_games, play
-from ..judges.pixel import PixelJudge, PixelTrainConfig, get_pixel_judge, random_pixel_accuracy
+from ..judges.pixel import (
+    PixelJudge,
+    PixelTrainConfig,
+    get_pixel_judge,
+    pixel_judge_config,
+    random_pixel_accuracy,
+)
 from ..policies import as_policy
 from ..progress import progress as progress_bar
 from ..report.runs import RunFolder
@@ -59,6 +65,9 @@ class PixelExperimentConfig:
     no_precommit: bool = field(default=True,
                                metadata={"flag": "--no-precommit/--skip-no-precommit"})  # fmt: skip
     """Also play the variant in which the liar names its label after the reveal."""
+    judge: Literal["nonzero", "sparse"] = "nonzero"
+    """The frozen judge: the paper's (trained on K random nonzero pixels) or the demo's sparse
+    classifier (about 10 % of all pixels visible)."""
     judge_seed: int | None = None
     """Seed of the judge's training (default: the same as --seed)."""
     judge_epochs: int = field(default=10, metadata={"min": 1})
@@ -94,13 +103,14 @@ class PixelExperimentConfig:
 
     def judge_config(self) -> PixelTrainConfig:
         seed = self.seed if self.judge_seed is None else self.judge_seed
-        return PixelTrainConfig(pixels=self.pixels, seed=seed, epochs=self.judge_epochs)
+        return pixel_judge_config(self.judge, self.pixels, seed, self.judge_epochs)
 
     def debaters_config(self):
         from .agents import DebaterTrainConfig
 
         return DebaterTrainConfig(pixels=self.pixels, first=self.first, seed=self.seed,
-                                  judge_seed=self.judge_seed, judge_epochs=self.judge_epochs)  # fmt: skip
+                                  judge=self.judge, judge_seed=self.judge_seed,
+                                  judge_epochs=self.judge_epochs)  # fmt: skip
 
     def make_agent(self, debaters=None):
         if self.agent == "learned":

@@ -10,8 +10,9 @@ from typing import Literal
 import torch
 
 from ..data import load_raw, load_variant
+from ..geometry import pixel_values
 from ..judges import get_judge
-from ..judges.pixel import PixelJudge, PixelTrainConfig, get_pixel_judge, random_pixel_accuracy
+from ..judges.pixel import PixelJudge, get_pixel_judge, pixel_judge_config, random_pixel_accuracy
 from ..report.runs import RunFolder
 from .setup import JudgeSetupConfig, monte_carlo_accuracy
 
@@ -20,11 +21,12 @@ from .setup import JudgeSetupConfig, monte_carlo_accuracy
 class TrainJudgesConfig(JudgeSetupConfig):
     """Settings of one training command."""
 
-    kind: Literal["gold", "sparse", "both", "pixel"] = "both"
-    """Which judge to train: the cell-grid judges (gold, sparse, both) or the MNIST pixel judge
-    of the 2018 debate (pixel, with --pixels)."""
+    kind: Literal["gold", "sparse", "both", "pixel", "pixel-sparse"] = "both"
+    """Which judge to train: the cell-grid judges (gold, sparse, both), the MNIST pixel judge
+    of the 2018 debate (pixel, with --pixels) or the demo's sparse classifier (pixel-sparse:
+    about 10 % of all pixels visible; measured on --pixels random nonzero pixels too)."""
     pixels: int = field(default=6, metadata={"min": 1, "max": 784})
-    """Nonzero pixels the pixel judge sees (--kind pixel only)."""
+    """Nonzero pixels the pixel judge sees (--kind pixel and pixel-sparse only)."""
     retrain: bool = field(default=False, compare=False)
     """Ignore the cache and train again."""
 
@@ -33,7 +35,7 @@ def run(config: TrainJudgesConfig, folder: RunFolder) -> dict:
     """The experiment shape: train or load, then measure on the test set (gold on full images,
     sparse on random masks, Monte Carlo, pixel on random nonzero pixels, 5 draws per image)."""
     folder.seeds["train"] = config.seed
-    if config.kind == "pixel":
+    if config.kind in ("pixel", "pixel-sparse"):
         return _train_pixel(config, folder)
     data = load_variant(config.variant, folder.data_dir)
     metrics, paths = {}, {}
@@ -50,14 +52,23 @@ def run(config: TrainJudgesConfig, folder: RunFolder) -> dict:
 
 
 def _train_pixel(config: TrainJudgesConfig, folder: RunFolder) -> dict:
-    cfg = PixelTrainConfig(pixels=config.pixels, seed=config.seed, epochs=config.epochs)
+    kind = "sparse" if config.kind == "pixel-sparse" else "nonzero"
+    cfg = pixel_judge_config(kind, config.pixels, config.seed, config.epochs)
     trained = get_pixel_judge(cfg, folder.data_dir, folder.cache_dir, folder.progress,
                               config.retrain)  # fmt: skip
     images, labels = load_raw("mnist", "test", folder.data_dir)
     gen = torch.Generator().manual_seed(config.seed)  # as `debatelab pixels` measures it
-    acc = random_pixel_accuracy(PixelJudge(trained.model), images, labels, config.pixels, gen,
-                                draws=5)  # fmt: skip
-    folder.echo(f"pixel judge K={config.pixels}: {100 * acc:.2f} % on random nonzero pixels, "
-                f"{'cached' if trained.cached else 'trained'}: {trained.path}")  # fmt: skip
+    judge = PixelJudge(trained.model)
+    acc = random_pixel_accuracy(judge, images, labels, config.pixels, gen, draws=5)
+    metrics = {"judge_accuracy": acc}
+    folder.echo(f"{config.kind} judge K={config.pixels}: {100 * acc:.2f} % on random nonzero "
+                f"pixels, {'cached' if trained.cached else 'trained'}: {trained.path}")  # fmt: skip
+    if kind == "sparse":  # and on its own training distribution
+        values = pixel_values(images)
+        mask = torch.rand(values.shape, generator=gen) < cfg.visible
+        hits = judge.logits(values, mask).argmax(1) == torch.as_tensor(labels).long()
+        metrics["visible_accuracy"] = hits.float().mean().item()
+        folder.echo(f"  {100 * metrics['visible_accuracy']:.2f} % with each pixel visible "
+                    f"with probability {cfg.visible}")  # fmt: skip
     folder.extra["checkpoints"] = {"pixel": str(trained.path)}
-    return {"judge_accuracy": acc}
+    return metrics

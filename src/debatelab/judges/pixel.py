@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from ..data import load_raw
+from ..errors import CacheError
 from ..geometry import N_PIXELS, SIDE, pixel_values
 from ..resume import settings_key
 from .cnn import JudgeCNN
@@ -25,7 +26,7 @@ from .pixel_fast import SparsePixelForward, compact_pixels, supports_sparse_pixe
 from .train import TrainedJudge, cached_judge, fit_classifier, load_judge
 
 __all__ = [
-    "N_PIXELS", "SIDE", "PixelJudge", "PixelTrainConfig", "TrainedPixelJudge", "get_pixel_judge",
+    "JUDGE_KINDS", "N_PIXELS", "SIDE", "DemoSparseConfig", "PixelJudge", "pixel_judge_config", "PixelTrainConfig", "TrainedPixelJudge", "get_pixel_judge",
     "gradcam", "load_pixel_checkpoint", "make_pixel_model", "pixel_planes", "pixel_values",
     "random_nonzero_masks", "random_pixel_accuracy", "train_pixel_judge",
 ]  # fmt: skip
@@ -66,6 +67,41 @@ class PixelTrainConfig:
     def key(self) -> str:
         """Cache key: pixels, seed and a hash of every setting."""
         return settings_key(f"mnist-pixel{self.pixels}-s{self.seed}", self)
+
+
+@dataclass
+class DemoSparseConfig(PixelTrainConfig):
+    """The sparse classifier of the public in-browser demo (seed 002): trained with about 10 %
+    of the pixels visible, each of the 784 pixels (ink or background) shown independently with
+    probability ``visible`` in every sample, rather than K nonzero pixels. ``pixels`` is the K
+    of the games it judges; it names the judge and does not enter its training."""
+
+    family: ClassVar[str] = "pixel-sparse"
+
+    visible: float = 0.1
+    """Probability that a pixel is visible in a training sample (the demo: about 10 %)."""
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not 0 < self.visible <= 1:
+            raise ValueError(f"visible must be in (0, 1], got {self.visible}")
+
+    def key(self) -> str:
+        return settings_key(f"mnist-pixelsparse{round(100 * self.visible)}-s{self.seed}", self)
+
+
+#: The pixel judges a game can use: the paper's (K random nonzero pixels) or the demo's sparse
+#: classifier (about 10 % of all pixels).
+JUDGE_KINDS = ("nonzero", "sparse")
+
+
+def pixel_judge_config(kind: str, pixels: int, seed: int, epochs: int) -> PixelTrainConfig:
+    """The training config of the pixel judge ``kind`` for the ``pixels``-pixel game."""
+    if kind == "nonzero":
+        return PixelTrainConfig(pixels=pixels, seed=seed, epochs=epochs)
+    if kind == "sparse":
+        return DemoSparseConfig(pixels=pixels, seed=seed, epochs=epochs)
+    raise ValueError(f"judge must be one of {JUDGE_KINDS}, got {kind!r}")
 
 
 def _check_positions(values: torch.Tensor, mask: torch.Tensor) -> None:
@@ -115,14 +151,19 @@ def train_pixel_judge(
     progress: bool = True,
 ) -> TrainedPixelJudge:
     """Train on ``uint8`` images ``(N, 28, 28)`` with a fresh random nonzero-pixel mask per
-    sample; with ``resume_path`` it checkpoints every epoch and resumes from it."""
+    sample (a :class:`DemoSparseConfig`: a fresh mask of independently visible pixels); with
+    ``resume_path`` it checkpoints every epoch and resumes from it."""
     values = pixel_values(images)
     y = torch.as_tensor(np.asarray(labels)).long()
     if config.train_limit is not None:
         values, y = values[: config.train_limit], y[: config.train_limit]
 
+    visible = getattr(config, "visible", None)
+
     def inputs(idx: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
         v = values[idx]
+        if visible is not None:  # the demo's sparse classifier: any pixel, independently
+            return pixel_planes(v, torch.rand(v.shape, generator=gen) < visible)
         return pixel_planes(v, random_nonzero_masks(v, config.pixels, gen))
 
     model, history = fit_classifier(
@@ -135,9 +176,11 @@ def train_pixel_judge(
 
 
 def load_pixel_checkpoint(path: str | os.PathLike) -> TrainedJudge:
-    """Load a pixel-judge checkpoint (frozen); :class:`CacheError` when it is unreadable or holds
-    another family."""
-    judge = load_judge(path, "pixel")
+    """Load a pixel-judge checkpoint (frozen; the paper's or the demo's sparse classifier);
+    :class:`CacheError` when it is unreadable or holds another family."""
+    judge = load_judge(path)
+    if judge.family not in ("pixel", "pixel-sparse"):
+        raise CacheError(f"{path} holds a {judge.family} judge, not a pixel judge")
     for p in judge.model.parameters():
         p.requires_grad_(False)
     return judge

@@ -36,6 +36,7 @@ LEGACY_FORMATS = {"debatelab-judge/1": "cell", "debatelab-pixel-judge/1": "pixel
 FAMILIES = {
     "cell": "debatelab.judges.train:TrainConfig",
     "pixel": "debatelab.judges.pixel:PixelTrainConfig",
+    "pixel-sparse": "debatelab.judges.pixel:DemoSparseConfig",
     "onpolicy": "debatelab.judges.onpolicy:OnPolicyConfig",
 }
 KINDS = ("gold", "sparse")
