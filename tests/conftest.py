@@ -93,7 +93,7 @@ def demo_judges(data_root, mnist, tmp_path_factory):
     pixel4 = get_pixel_judge(PixelTrainConfig(pixels=4, **quick), data_root, cache,
                              progress=False)  # fmt: skip
     # learned debaters for K = 4, briefly trained against that judge (a few seconds)
-    cfg = DebaterTrainConfig(pixels=4, hidden=64, epochs=1, train_limit=2000,
+    cfg = DebaterTrainConfig(pixels=4, hidden=64, epochs=1, train_limit=2000, plays=2,
                              curve_images="0:20", curve_greedy_images=0)  # fmt: skip
     x, y = load_raw("mnist", "train", data_root)
     tx, ty = load_raw("mnist", "test", data_root)
