@@ -1,11 +1,11 @@
 """Plot the pixel debate's honest win rate against MCTS rollouts per move from run folders.
 
-    python docs/pixel_curve.py RUN_DIR [RUN_DIR ...] [--out docs/img/pixel-rollouts.png]
+    python docs/pixel_curve.py RUN_DIR [RUN_DIR ...] [--pixels 6] [--out docs/img/pixel-rollouts.png]
 
-Each RUN_DIR is a `debatelab pixels` run folder; runs with the same K, agent, rollouts and first
-mover over disjoint image ranges are pooled (weighted by images). Runs with a non-MCTS agent
-(greedy, random) are drawn as horizontal reference lines. Error bars are binomial standard
-errors over images.
+Each RUN_DIR is a `debatelab pixels` run folder of the chosen K; runs with the same agent,
+rollouts and first mover over disjoint image ranges are pooled (weighted by images). One panel
+per first mover; in each, MCTS with precommit (solid) and without (dashed), with binomial
+standard errors over images; greedy and random agents as horizontal lines. Prints the table.
 """
 
 from __future__ import annotations
@@ -19,96 +19,87 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+PUBLISHED = {6: 88.9, 4: 85.2}
+RATES = {"precommit": "honest_win_rate_precommit", "no precommit": "honest_win_rate_no_precommit"}
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("runs", nargs="+", type=Path)
-    parser.add_argument(
-        "--out", type=Path, default=Path(__file__).parent / "img" / "pixel-rollouts.png"
-    )
-    args = parser.parse_args()
+
+def pooled(runs: list[Path], pixels: int) -> list[dict]:
     groups: dict[tuple, dict] = {}
-    for run in args.runs:
+    for run in runs:
         m = json.loads((run / "metrics.json").read_text())
-        key = (m["pixels"], m["agent"], m["rollouts"], m["first"])
+        if m["pixels"] != pixels:
+            continue
+        key = (m["agent"], m["rollouts"], m["first"])
         if key in groups:  # pool disjoint image ranges of the same setting
             g, n = groups[key], groups[key]["n_images"] + m["n_images"]
-            for name in ("honest_win_rate_precommit", "honest_win_rate_no_precommit"):
+            for name in RATES.values():
                 if name in g and name in m:
                     g[name] = (g[name] * g["n_images"] + m[name] * m["n_images"]) / n
                 else:
                     g.pop(name, None)
             g["n_images"] = n
             continue
-        groups[key] = m
-    rows = list(groups.values())
-    for m in rows:
-        print(
-            f"K={m['pixels']} agent={m['agent']:6s} rollouts={m['rollouts'] or '-':>6} "
-            f"images={m['n_images']:4d} first={m['first']:6s} "
-            f"precommit={100 * m['honest_win_rate_precommit']:.1f} "
-            f"no_precommit={100 * m.get('honest_win_rate_no_precommit', float('nan')):.1f}"
-        )
-    fig, ax = plt.subplots(figsize=(7.5, 4.6))
-    for k, colour in ((6, "tab:blue"), (4, "tab:orange")):
-        mcts = sorted(
-            (m for m in rows if m["pixels"] == k and m["agent"] == "mcts"),
-            key=lambda m: m["rollouts"],
-        )
-        if mcts:
-            x = [m["rollouts"] for m in mcts]
-            y = [100 * m["honest_win_rate_precommit"] for m in mcts]
-            se = [
-                100 * (p * (1 - p) / m["n_images"]) ** 0.5
-                for p, m in zip((v / 100 for v in y), mcts, strict=True)
-            ]
-            ax.errorbar(
-                x,
-                y,
-                yerr=se,
-                marker="o",
-                color=colour,
-                capsize=3,
-                label=f"K={k}, MCTS (images per point: "
-                f"{', '.join(str(m['n_images']) for m in mcts)})",
-            )
-            for m, yy in zip(mcts, y, strict=True):
-                ax.annotate(
-                    f"{yy:.1f}",
-                    (m["rollouts"], yy),
-                    textcoords="offset points",
-                    xytext=(5, -12),
-                    fontsize=8,
-                    color=colour,
-                )
-        for m in rows:
-            if m["pixels"] == k and m["agent"] != "mcts":
-                ax.axhline(100 * m["honest_win_rate_precommit"], color=colour, ls=":", lw=1)
-                ax.text(
-                    0.99,
-                    100 * m["honest_win_rate_precommit"] - 2.2,
-                    f"K={k} {m['agent']}, {m['n_images']} images: "
-                    f"{100 * m['honest_win_rate_precommit']:.1f}",
-                    fontsize=8,
-                    color=colour,
-                    ha="right",
-                    transform=ax.get_yaxis_transform(),
-                )
-        published = {6: 88.9, 4: 85.2}[k]
-        ax.axhline(published, color=colour, ls="--", lw=1)
-        ax.text(
-            0.01,
-            published + 0.6,
-            f"published K={k}: {published}",
-            fontsize=8,
-            color=colour,
-            transform=ax.get_yaxis_transform(),
-        )
-    ax.set_xscale("log")
-    ax.set_xlabel("MCTS rollouts per move")
-    ax.set_ylabel("honest wins, precommit (% of images)")
-    ax.set_title("2018 pixel debate: liar moves first, both agents equal")
-    ax.legend(fontsize=7, loc="lower left")
+        groups[key] = dict(m)
+    return list(groups.values())
+
+
+def se(p: float, n: int) -> float:
+    return 100 * (p * (1 - p) / n) ** 0.5
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", nargs="+", type=Path)
+    parser.add_argument("--pixels", type=int, default=6)
+    parser.add_argument(
+        "--out", type=Path, default=Path(__file__).parent / "img" / "pixel-rollouts.png"
+    )
+    args = parser.parse_args()
+    rows = pooled(args.runs, args.pixels)
+    firsts = [f for f in ("liar", "honest") if any(m["first"] == f for m in rows)]
+    print("| first | agent | images | precommit (SE) | no precommit (SE) |")
+    print("|---|---|---|---|---|")
+    for m in sorted(rows, key=lambda m: (m["first"] != "liar", m["agent"], m["rollouts"] or 0)):
+        agent = f"MCTS {m['rollouts']:,}" if m["agent"] == "mcts" else m["agent"]
+        cells = [
+            f"{100 * m[name]:.1f} ({se(m[name], m['n_images']):.1f})" if name in m else "-"
+            for name in RATES.values()
+        ]
+        print(f"| {m['first']} | {agent} | {m['n_images']} | {' | '.join(cells)} |")
+    fig, axes = plt.subplots(1, len(firsts), figsize=(6.0 * len(firsts), 4.4), sharey=True,
+                             squeeze=False)  # fmt: skip
+    for ax, first in zip(axes[0], firsts, strict=True):
+        mine = [m for m in rows if m["first"] == first]
+        mcts = sorted((m for m in mine if m["agent"] == "mcts"), key=lambda m: m["rollouts"])
+        for (label, name), style, dy in zip(RATES.items(), ("-", "--"), (-12, 6), strict=True):
+            pts = [m for m in mcts if name in m]
+            if not pts:
+                continue
+            y = [100 * m[name] for m in pts]
+            ax.errorbar([m["rollouts"] for m in pts], y, fmt="o" + style, capsize=3,
+                        yerr=[se(m[name], m["n_images"]) for m in pts],
+                        label=f"MCTS, {label}")  # fmt: skip
+            for m, v in zip(pts, y, strict=True):
+                ax.annotate(f"{v:.1f}", (m["rollouts"], v), textcoords="offset points",
+                            xytext=(5, dy), fontsize=8)  # fmt: skip
+        for m in (m for m in mine if m["agent"] != "mcts"):
+            colour = "tab:green" if m["agent"] == "greedy" else "tab:grey"
+            v = 100 * m[RATES["precommit"]]
+            ax.axhline(v, color=colour, ls=":", lw=1.2)
+            ax.text(0.99, v + 0.8, f"{m['agent']}, precommit: {v:.1f}", fontsize=8,
+                    color=colour, ha="right", transform=ax.get_yaxis_transform())  # fmt: skip
+        if first == "liar":
+            published = PUBLISHED.get(args.pixels)
+            ax.axhline(published, color="tab:red", ls="--", lw=1)
+            ax.text(0.01, published + 0.8, f"published (10,000 rollouts, precommit): {published}",
+                    fontsize=8, color="tab:red", transform=ax.get_yaxis_transform())  # fmt: skip
+        n = sorted({m["n_images"] for m in mine})
+        ax.set_title(f"{first} reveals first ({'/'.join(map(str, n))} images)", fontsize=10)
+        ax.set_xscale("log")
+        ax.set_xlabel("MCTS rollouts per move (both players)")
+        ax.legend(fontsize=8, loc="lower left")
+    axes[0][0].set_ylabel("honest wins (% of images)")
+    fig.suptitle(f"2018 pixel debate, K = {args.pixels}", fontsize=11)
     fig.tight_layout()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(args.out, dpi=130)
