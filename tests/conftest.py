@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -192,3 +193,34 @@ def browser():
         b = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
         yield b
         b.close()
+
+
+@contextmanager
+def demo_page(browser, url: str):
+    """A page of the demo at ``url``, ready; on leaving, fails on a script error, an error shown
+    on the page, or a request outside ``url`` (the page loads nothing from elsewhere)."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    pg = context.new_page()
+    errors, elsewhere = [], []
+    pg.on("pageerror", lambda exc: errors.append(str(exc)))
+    pg.on("request", lambda r: None if r.url.startswith(url) else elsewhere.append(r.url))
+    pg.goto(url + "/")
+    pg.wait_for_selector("body[data-ready='1']")
+    yield pg
+    shown = pg.locator("#error").is_visible() and pg.locator("#error").text_content()
+    context.close()
+    assert not errors, errors
+    assert not shown, f"the page showed an error: {shown}"
+    assert not elsewhere, f"the page fetched from elsewhere: {elsewhere}"
+
+
+def draw_one(page):
+    """A vertical stroke with mouse (pointer) events, as a person draws a 1."""
+    box = page.locator("#draw").bounding_box()
+    x = box["x"] + box["width"] * 0.5
+    page.mouse.move(x, box["y"] + box["height"] * 0.2)
+    page.mouse.down()
+    for i in range(1, 21):
+        page.mouse.move(x + i * 0.3, box["y"] + box["height"] * (0.2 + 0.03 * i))
+    page.mouse.up()

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import ARTIFACTS
+from conftest import ARTIFACTS, demo_page, draw_one
 
 
 @pytest.fixture(scope="module")
@@ -50,20 +50,8 @@ def site(demo_models, tmp_path_factory):
 
 @pytest.fixture
 def page(browser, site):
-    ARTIFACTS.mkdir(exist_ok=True)
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
-    pg = context.new_page()
-    errors, elsewhere = [], []
-    pg.on("pageerror", lambda exc: errors.append(str(exc)))
-    pg.on("request", lambda r: None if r.url.startswith(site) else elsewhere.append(r.url))
-    pg.goto(site + "/")
-    pg.wait_for_selector("body[data-ready='1']")
-    yield pg
-    shown = pg.locator("#error").is_visible() and pg.locator("#error").text_content()
-    context.close()
-    assert not errors, errors
-    assert not shown, f"the page showed an error: {shown}"
-    assert not elsewhere, f"the page fetched from elsewhere: {elsewhere}"  # no CDN
+    with demo_page(browser, site) as pg:  # also: nothing fetched from outside the site (no CDN)
+        yield pg
 
 
 def _shot(page, name):
@@ -74,13 +62,7 @@ def test_draw_and_classify_in_the_browser(page, demo_models):
     from debatelab.data.digits import center_digit
     from debatelab.judges import predict_proba
 
-    box = page.locator("#draw").bounding_box()
-    x = box["x"] + box["width"] * 0.5
-    page.mouse.move(x, box["y"] + box["height"] * 0.2)
-    page.mouse.down()
-    for i in range(1, 21):
-        page.mouse.move(x + i * 0.3, box["y"] + box["height"] * (0.2 + 0.03 * i))
-    page.mouse.up()
+    draw_one(page)
     page.locator("#gold-pred[data-cls]").wait_for(timeout=60_000)
     assert page.locator("#gold-pred").get_attribute("data-cls") == "1"
     assert "debatelab serve" in page.locator("#sparse-bars").text_content()

@@ -8,42 +8,21 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import ARTIFACTS
+from conftest import ARTIFACTS, demo_page, draw_one
 
 
 @pytest.fixture
 def page(browser, demo_server):
-    ARTIFACTS.mkdir(exist_ok=True)
-    context = browser.new_context(viewport={"width": 1400, "height": 900})
-    pg = context.new_page()
-    errors = []
-    pg.on("pageerror", lambda exc: errors.append(str(exc)))
-    pg.goto(demo_server + "/")
-    pg.wait_for_selector("body[data-ready='1']")
-    yield pg
-    shown = pg.locator("#error").is_visible() and pg.locator("#error").text_content()
-    context.close()
-    assert not errors, errors
-    assert not shown, f"the page showed an error: {shown}"
+    with demo_page(browser, demo_server) as pg:
+        yield pg
 
 
 def _shot(page, name):
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
 
 
-def _draw_one(page):
-    """A vertical stroke with mouse (pointer) events, as a person draws a 1."""
-    box = page.locator("#draw").bounding_box()
-    x = box["x"] + box["width"] * 0.5
-    page.mouse.move(x, box["y"] + box["height"] * 0.2)
-    page.mouse.down()
-    for i in range(1, 21):
-        page.mouse.move(x + i * 0.3, box["y"] + box["height"] * (0.2 + 0.03 * i))
-    page.mouse.up()
-
-
 def test_draw_a_digit_and_read_the_prediction(page):
-    _draw_one(page)
+    draw_one(page)
     pred = page.locator("#gold-pred[data-cls]")
     pred.wait_for(timeout=30_000)
     assert pred.get_attribute("data-cls") == "1"
