@@ -130,7 +130,10 @@ class AgentsConfig:
     opponents: str = "learned,greedy,random,mcts10,mcts100"
     """Agents the learned debaters face on either side (comma-separated; mctsR is MCTS with R
     rollouts per move). 'learned' plays learned against learned; every other agent X plays
-    learned honest against X liar, X honest against learned liar, and X against X."""
+    learned honest against X liar and X honest against learned liar (and X against X, see
+    --mirror)."""
+    mirror: bool = field(default=True, metadata={"flag": "--mirror/--no-mirror"})
+    """Also play each opponent against itself (X honest against X liar) on the same images."""
     threads: int | None = field(default=None, compare=False, metadata={"min": 1})
     """Torch CPU threads (default: torch's choice)."""
 
@@ -303,7 +306,7 @@ def evaluate_pairs(cfg: AgentsConfig, nets: DebaterNets, judge: PixelJudge, imag
         if name == "learned":
             pairs.append(("learned", "learned"))
         else:
-            pairs += [("learned", name), (name, "learned"), (name, name)]
+            pairs += [("learned", name), (name, "learned")] + [(name, name)] * cfg.mirror
     rules = cfg.train.rules()
     rows = []
     for honest, liar in pairs:
