@@ -98,3 +98,33 @@ def test_pixel_judge_reproduces_the_published_accuracy(tmp_path, data_root):
         PixelJudge(trained.model), x, y, 6, torch.Generator().manual_seed(0)
     )
     assert 0.52 <= acc <= 0.63
+
+
+def test_the_learned_agent_plays_the_experiment(stand_ins, tmp_path, monkeypatch):
+    """--agent learned: the cached debaters of the run's settings play both sides (stand-in
+    networks here); their training key enters the chunks' settings."""
+    from debatelab.experiments import agents
+    from debatelab.games.learned import DebaterNets
+    from debatelab.judges.train import TrainedJudge
+
+    asked = []
+
+    def debaters(cfg, *a, **k):
+        asked.append(cfg)
+        torch.manual_seed(0)
+        return TrainedJudge(DebaterNets(hidden=8), cfg, []), None
+
+    monkeypatch.setattr(agents, "get_debaters", debaters)
+    out = tmp_path / "learned"
+    args = ["--agent", "learned", "--pixels", "2", "--images", "0:3", "--judge", "sparse",
+            "--out", str(out), "--quiet"]  # fmt: skip
+    result = CliRunner().invoke(main, ["pixels", *args])
+    assert result.exit_code == 0, result.output
+    assert [(c.pixels, c.first, c.judge) for c in asked] == [(2, "liar", "sparse")]
+    rows = [json.loads(line) for line in (out / "moves.jsonl").read_text().splitlines()]
+    assert len(rows) == 3 * 9 + 3 and all(
+        len({tuple(m[:2]) for m in r["moves"]}) == 2 for r in rows
+    )
+    cfg = experiment.PixelExperimentConfig(agent="learned", pixels=2)
+    assert experiment.play_settings(cfg)["debaters"] == cfg.debaters_config().key()
+    assert "debaters" not in experiment.play_settings(experiment.PixelExperimentConfig())
