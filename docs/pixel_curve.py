@@ -71,7 +71,8 @@ def main() -> None:
     for ax, first in zip(axes[0], firsts, strict=True):
         mine = [m for m in rows if m["first"] == first]
         mcts = sorted((m for m in mine if m["agent"] == "mcts"), key=lambda m: m["rollouts"])
-        for (label, name), style, dy in zip(RATES.items(), ("-", "--"), (-12, 6), strict=True):
+        top = {m["rollouts"]: max(m.get(name, 0) for name in RATES.values()) for m in mcts}
+        for (label, name), style in zip(RATES.items(), ("-", "--"), strict=True):
             pts = [m for m in mcts if name in m]
             if not pts:
                 continue
@@ -80,6 +81,7 @@ def main() -> None:
                         yerr=[se(m[name], m["n_images"]) for m in pts],
                         label=f"MCTS, {label}")  # fmt: skip
             for m, v in zip(pts, y, strict=True):
+                dy = 6 if m[name] == top[m["rollouts"]] else -12  # the higher point's label above
                 ax.annotate(f"{v:.1f}", (m["rollouts"], v), textcoords="offset points",
                             xytext=(5, dy), fontsize=8)  # fmt: skip
         for m in (m for m in mine if m["agent"] != "mcts"):
