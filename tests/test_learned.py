@@ -43,13 +43,14 @@ def flat_grad(nets: DebaterNets, loss: torch.Tensor) -> torch.Tensor:
     ])  # fmt: skip
 
 
-@pytest.mark.parametrize("group", [0, 40000])
+@pytest.mark.parametrize("group", [0, 20000])
 def test_reinforce_gradient_equals_the_exact_policy_gradient(group):
     """Two images with four nonzero pixels, two reveals (liar, then honest): the exact gradient
     of each network's expected reward, by enumerating all 12 plays per image, against the mean
-    REINFORCE gradient of 40,000 sampled plays per image, with the leave-one-out baseline of
+    REINFORCE gradient of 20,000 sampled plays per image, with the leave-one-out baseline of
     the batch (group 0) or of each image's own plays
-    (the norm ratio's spread between seeds is about 2 % at that size)."""
+    (at that size the norm ratio fell within 0.92-1.09 over seeds 0-3, the grouped baseline's
+    within 0.99-1.04)."""
     torch.manual_seed(0)
     nets = DebaterNets(hidden=8)
     with torch.no_grad():  # sharper policies than the initial near-uniform ones
@@ -71,7 +72,7 @@ def test_reinforce_gradient_equals_the_exact_policy_gradient(group):
     exact_h = flat_grad(nets, expected_honest)[:honest_params]
     exact_l = flat_grad(nets, 1 - expected_honest)[honest_params:]
 
-    n = 40000
+    n = 20000
     order = torch.arange(2).repeat_interleave(n) if group else torch.arange(2).repeat(n)
     sampled = self_play(base.subset(order), nets, judge, torch.Generator().manual_seed(0))
     estimate = -flat_grad(nets, reinforce_loss(sampled, group))
@@ -79,7 +80,7 @@ def test_reinforce_gradient_equals_the_exact_policy_gradient(group):
         assert exact.norm() > 1e-2  # a gradient worth comparing
         cosine = torch.nn.functional.cosine_similarity(exact, est, dim=0)
         assert cosine > 0.99, cosine
-        assert abs(est.norm() / exact.norm() - 1) < 0.08
+        assert abs(est.norm() / exact.norm() - 1) < 0.1
 
 
 def test_equal_rewards_give_no_gradient():
