@@ -23,12 +23,14 @@ from ..atomic import atomic_path, write_json
 
 
 def export_onnx(model: torch.nn.Module, path: str | os.PathLike, meta: dict,
-                input_shape: tuple[int, ...] | None = None) -> dict:  # fmt: skip
+                input_shape: tuple[int, ...] | None = None,
+                check_inputs: torch.Tensor | None = None) -> dict:  # fmt: skip
     """Write ``model`` to ``path`` (ONNX, dynamic batch) and ``meta`` to ``path`` + ``.json``.
 
     ``input_shape`` is one input's shape without the batch (default: a :class:`JudgeCNN`'s
     image, ``(channels, size, size)``). Returns ``meta`` with ``max_abs_diff`` against PyTorch
-    on random inputs when onnxruntime is installed (else ``None``).
+    when onnxruntime is installed (else ``None``), on ``check_inputs`` (real inputs, where
+    random normal ones are far from what the model sees) or on random inputs.
     """
     try:
         import onnx  # noqa: F401
@@ -59,23 +61,23 @@ def export_onnx(model: torch.nn.Module, path: str | os.PathLike, meta: dict,
         width = model(example).shape[1]
     meta = {**meta, "input": {"name": "x", "shape": ["batch", *shape], "dtype": "float32"},
             "output": {"name": "logits", "shape": ["batch", width]},
-            "max_abs_diff": check_onnx(model, path, shape=shape)}  # fmt: skip
+            "max_abs_diff": check_onnx(model, path, shape=shape, inputs=check_inputs)}  # fmt: skip
     write_json(Path(str(path) + ".json"), meta)
     return meta
 
 
 def check_onnx(model: torch.nn.Module, path: str | os.PathLike, n: int = 16, seed: int = 0,
-               shape: tuple[int, ...] | None = None):  # fmt: skip
-    """Largest |logit difference| between onnxruntime and PyTorch on ``n`` random inputs (of
-    one input's ``shape``, default a :class:`JudgeCNN`'s image), or ``None`` without
-    onnxruntime."""
+               shape: tuple[int, ...] | None = None, inputs: torch.Tensor | None = None):  # fmt: skip
+    """Largest |logit difference| between onnxruntime and PyTorch on ``inputs``, else on ``n``
+    random normal inputs (of one input's ``shape``, default a :class:`JudgeCNN`'s image), or
+    ``None`` without onnxruntime."""
     try:
         import onnxruntime as ort
     except ImportError:
         return None
     gen = torch.Generator().manual_seed(seed)
     shape = shape or (model.in_channels, model.image_size, model.image_size)
-    x = torch.randn((n, *shape), generator=gen)
+    x = inputs if inputs is not None else torch.randn((n, *shape), generator=gen)
     with torch.inference_mode():
         want = model.eval()(x).numpy()
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])

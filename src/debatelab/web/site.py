@@ -17,9 +17,11 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from ..errors import DebatelabError
-from ..games.learned import N_INPUTS
+from ..games.learned import N_INPUTS, LearnedAgent, policy_inputs
+from ..games.pixels import PixelRules, liar_games
 from ..judges.export import export_onnx
 from ..paths import cache_dir
 from .models import CLASSES, DemoModels
@@ -104,12 +106,13 @@ def build_site(models: DemoModels, out: str | Path, samples: int = 200, cache=No
                                             {"judge": f"pixel judge, {k} pixels"})  # fmt: skip
     learned = sorted(k for k in models.debaters if k in models.pixel)
     for k in learned:
+        positions = _debater_positions(models, k)
         for side in ("honest", "liar"):
             name = f"debaters{k}-{side}"
             exported[name] = export_onnx(models.debaters[k].net(side),
                                          tmp / "models" / f"{name}.onnx",
                                          {"agent": f"learned {side} debater, {k} pixels"},
-                                         (N_INPUTS,))  # fmt: skip
+                                         (N_INPUTS,), positions)  # fmt: skip
     n = min(samples, len(models.test_images))
     (tmp / "samples.json").write_text(json.dumps({
         "images": np.asarray(models.test_images[:n]).reshape(n, -1).tolist(),
@@ -132,6 +135,19 @@ def build_site(models: DemoModels, out: str | Path, samples: int = 200, cache=No
         shutil.rmtree(out)
     tmp.rename(out)
     return info
+
+
+def _debater_positions(models: DemoModels, k: int, images: int = 10) -> torch.Tensor:
+    """The learned debaters' inputs at every turn of their games on the first test images
+    against all nine liars (the ONNX check's inputs: what the page will feed them)."""
+    rules = PixelRules(k)
+    games, _ = liar_games(models.test_images[:images],
+                          np.asarray(models.test_labels[:images]).astype(np.int64), rules)  # fmt: skip
+    agent, inputs = LearnedAgent(models.debaters[k]), []
+    while not games.done:
+        inputs.append(policy_inputs(games))
+        games = games.play(agent.moves(games, None, torch.Generator()))
+    return torch.cat(inputs)
 
 
 def site_size(folder: str | Path) -> int:
