@@ -329,7 +329,7 @@ def evaluate_pairs(cfg: AgentsConfig, nets: DebaterNets, judge: PixelJudge, imag
     return rows
 
 
-def plot_training_curve(history: list[dict], path: Path) -> Path:
+def plot_training_curve(history: list[dict], path: Path, title: str | None = None) -> Path:
     """Win rates on the curve images after each epoch (warm-up epochs shaded)."""
     import matplotlib
 
@@ -350,6 +350,8 @@ def plot_training_curve(history: list[dict], path: Path) -> Path:
         ax.axvspan(0.5, max(warm) + 0.5, color="0.9", label="warm-up")
     ax.set_xlabel("epoch")
     ax.set_ylabel("honest wins vs all 9 liars, %")
+    if title:
+        ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -388,7 +390,10 @@ def run(cfg: AgentsConfig, folder: RunFolder) -> dict:
                                                   "opponents": cfg.opponents})  # fmt: skip
     rows = evaluate_pairs(cfg, trained.model, judge, x[start:stop],
                           y[start:stop].astype(np.int64), pieces, folder.progress)  # fmt: skip
-    plot_training_curve(trained.history, folder.path / "training_curve.png")
+    t = cfg.train
+    plot_training_curve(trained.history, folder.path / "training_curve.png",
+                        f"K = {t.pixels}, test images {t.curve_images} (against greedy: the "
+                        f"first {t.curve_greedy_images})")  # fmt: skip
     write_json(folder.path / "history.json", trained.history)
     (folder.path / "report.md").write_text(report_text(cfg, rows, trained.history))
     metrics = {f"{r['honest']}_vs_{r['liar']}_win_rate": r["image_win_rate"] for r in rows}
