@@ -160,3 +160,17 @@ def test_a_person_judges_a_debate_of_random_agents(page):
     page.click(f"#judge-buttons button[data-cls='{truth}']")
     page.wait_for_selector("#judge-result")
     assert page.locator("#judge-result").get_attribute("data-correct") == "true"
+
+
+def test_bad_positions_get_the_servers_errors(page):
+    """The in-browser API refuses what the server refuses, with the same messages."""
+    call = ("body => debatelabLocal.api('/api/pixels', {first: 'liar', moves: [], agent: 'random',"
+            " seed: 0, play: true, pixels: 4, ...body}).then(() => 'no error', e => e.message)")  # fmt: skip
+    two_dots = [1.0, 1.0] + [0.0] * 782
+    ink = [1.0] * 784
+    assert "only 2 nonzero pixels" in page.evaluate(call, {"image": two_dots, "honest": 1,
+                                                           "liar": 2})  # fmt: skip
+    assert "must differ" in page.evaluate(call, {"image": ink, "honest": 3, "liar": 3})
+    five = [1.0] * 5 + [0.0] * 779
+    assert "not a nonzero pixel" in page.evaluate(call, {"image": five, "honest": 1, "liar": 2,
+                                                         "moves": [5]})  # fmt: skip

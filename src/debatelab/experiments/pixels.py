@@ -338,6 +338,8 @@ def play_settings(cfg: PixelExperimentConfig) -> dict:
     """The settings that decide the games: stored chunks are reused only under their hash."""
     skip = ("examples", "accuracy_draws", "threads", "cluster")
     settings = {k: v for k, v in asdict(cfg).items() if k not in skip}
+    if cfg.judge == "nonzero":  # the default judge keeps the chunk keys runs had before
+        del settings["judge"]
     if cfg.agent == "learned":  # the games depend on how the debaters were trained
         settings["debaters"] = cfg.debaters_config().key()
     return settings

@@ -74,7 +74,8 @@ class DemoSparseConfig(PixelTrainConfig):
     """The sparse classifier of the public in-browser demo (seed 002): trained with about 10 %
     of the pixels visible, each of the 784 pixels (ink or background) shown independently with
     probability ``visible`` in every sample, rather than K nonzero pixels. ``pixels`` is the K
-    of the games it judges; it names the judge and does not enter its training."""
+    of the games it judges (its accuracy is measured on K random nonzero pixels); it does not
+    change the training, though each K keys its own cache entry."""
 
     family: ClassVar[str] = "pixel-sparse"
 

@@ -324,8 +324,9 @@ def cached_judge(config, cache, retrain: bool, train: Callable[[Path], TrainedJu
     if path.exists() and not retrain:
         return load(path) if load is not None else load_judge(path, config.family)
     partial = path.with_name(f"{config.key()}.partial.pt")
-    if retrain and partial.exists():
-        partial.unlink()
+    if retrain:  # the partial checkpoint and any a training keeps beside it (warmup-<...>)
+        for stale in path.parent.glob(f"*{config.key()}.partial.pt"):
+            stale.unlink()
     path.parent.mkdir(parents=True, exist_ok=True)
     judge = train(partial)
     _save(path, {

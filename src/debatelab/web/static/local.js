@@ -183,6 +183,9 @@ const debatelabLocal = (() => {
     };
   }
 
+  // The same moves as the server's agents, except where the server draws from its torch
+  // generator: a random move, or a greedy tie (the server splits exact ties at random, this
+  // takes the first). A seed therefore reproduces a game within the site, not across the two.
   async function agentMove(body, moves, mover) {
     const image = body.image;
     const taken = new Set(moves);
@@ -215,6 +218,9 @@ const debatelabLocal = (() => {
   async function pixels(body) {
     const image = checkCanvas(body.image);
     const k = body.pixels;
+    if (body.honest === body.liar) throw new Error("liar: the liar's claim must differ from the honest one");
+    const ink = image.filter((v) => v > 0).length;
+    if (ink < k) throw new Error(`the image has only ${ink} nonzero pixels; a game reveals ${k}`);
     if (!site.models.pixel.includes(k)) {
       throw new Error(`this site has the pixel judge for K = ${site.models.pixel.join(", ")} only`);
     }
