@@ -137,12 +137,14 @@ def test_nine_liars_and_image_aggregation():
     assert len(no_pc) == 2 and (no_pc.liar == -1).all() and idx.tolist() == [0, 1]
 
 
-def test_policy_agents_choose_legal_pixels_and_greedy_is_exact():
+@pytest.mark.parametrize("max_batch", [4096, 1])
+def test_policy_agents_choose_legal_pixels_and_greedy_is_exact(max_batch):
+    """Also with the one-step positions judged in many pieces (max_batch 1: pieces of 16)."""
     rng = np.random.default_rng(3)
     imgs = np.zeros((4, 28, 28), np.uint8)
     for i in range(4):
         imgs[i, rng.integers(0, 28, 12), rng.integers(0, 10, 12)] = rng.integers(1, 255, 12)
-    judge = PixelJudge(PixelSum())
+    judge = PixelJudge(PixelSum(), max_batch=max_batch)
     games = PixelGames.new(imgs, [0, 1, 2, 3], [5, 6, 7, 8], PixelRules(pixels=4, first="honest"))
     gen = torch.Generator().manual_seed(0)
     for agent in (greedy_agent(), random_agent(), PolicyAgent(TopK(3))):

@@ -61,13 +61,18 @@ class PolicyAgent:
         if isinstance(self.policy, Uniform):  # values are irrelevant: skip the judge
             return _choose(torch.zeros(available.shape), available, self.policy, generator)
         rows, slots = available.nonzero(as_tuple=True)
-        used = games.used()[rows]
-        used[torch.arange(len(rows)), slots] = True
-        expanded = games.subset(rows)
-        margin, _ = expanded.judge_margin(judge, used)
         sign = 1.0 if games.mover() == "honest" else -1.0
         values = torch.full(available.shape, float("-inf"))
-        values[rows, slots] = sign * margin
+        # the one-step positions in pieces of whole judge batches: the same batches the judge
+        # would cut from one call (so the same numbers), without every position's copy of its
+        # image at once (4,500 games of 150 candidates: gigabytes)
+        step = 16 * judge.max_batch
+        for lo in range(0, len(rows), step):
+            r, sl = rows[lo : lo + step], slots[lo : lo + step]
+            used = games.used()[r]
+            used[torch.arange(len(r)), sl] = True
+            margin, _ = games.subset(r).judge_margin(judge, used)
+            values[r, sl] = sign * margin
         return _choose(values, available, self.policy, generator)
 
 
