@@ -158,6 +158,15 @@ def agent_named(name: str, nets: DebaterNets | None = None):
     raise ValueError(f"unknown agent {name!r}: use learned, greedy, random or mctsR (R >= 1)")
 
 
+def play_pair(honest: str, liar: str, nets: DebaterNets, judge: PixelJudge, images, labels,
+              rules: PixelRules, gen: torch.Generator):  # fmt: skip
+    """Agent ``honest`` against agent ``liar`` on ``images`` (all nine liars under precommit):
+    per image whether the honest player beat them all, and the games' record."""
+    games, image_of = liar_games(images, labels, rules)
+    record = play(games, agent_named(honest, nets), agent_named(liar, nets), judge, gen)
+    return image_honest_wins(record.honest_win, image_of, len(images)), record
+
+
 def _liars(labels: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
     return (labels + torch.randint(1, N_CLASSES, labels.shape, generator=gen)) % N_CLASSES
 
@@ -223,11 +232,8 @@ def train_debaters(cfg: DebaterTrainConfig, judge: PixelJudge, images: np.ndarra
         if n_greedy:
             pairs += [("learned", "greedy", n_greedy), ("greedy", "learned", n_greedy)]
         for honest, liar, n in pairs:
-            games, image_of = liar_games(curve_x[:n], curve_y[:n], rules)
-            record = play(games, agent_named(honest, nets), agent_named(liar, nets), judge, gen)
-            out[f"{honest}_vs_{liar}"] = float(
-                image_honest_wins(record.honest_win, image_of, n).mean()
-            )
+            wins, _ = play_pair(honest, liar, nets, judge, curve_x[:n], curve_y[:n], rules, gen)
+            out[f"{honest}_vs_{liar}"] = float(wins.mean())
         return out
 
     def schedule(epochs, lr):
@@ -314,10 +320,8 @@ def evaluate_pairs(cfg: AgentsConfig, nets: DebaterNets, judge: PixelJudge, imag
         if path.exists():
             rows.append(json.loads(path.read_text()))
             continue
-        games, image_of = liar_games(images, labels, rules)
         gen = _pair_generator(cfg.train.seed, honest, liar)
-        record = play(games, agent_named(honest, nets), agent_named(liar, nets), judge, gen)
-        wins = image_honest_wins(record.honest_win, image_of, len(images))
+        wins, record = play_pair(honest, liar, nets, judge, images, labels, rules, gen)
         row = {"honest": honest, "liar": liar, "n_images": len(images),
                "image_win_rate": float(wins.mean()),
                "image_win_rate_se": float(np.sqrt(wins.mean() * (1 - wins.mean()) / len(wins))),
