@@ -1,4 +1,5 @@
-"""MCTS against exhaustive minimax on tiny pixel debates (few candidate pixels, K = 2 or 3)."""
+"""MCTS against exhaustive minimax on tiny pixel debates (few candidate pixels, K = 2 or 3), and
+the compiled search against the torch reference it implements."""
 
 import numpy as np
 import pytest
@@ -6,8 +7,11 @@ import torch
 from torch import nn
 
 from debatelab.games.agents import (
+    ENGINES,
     MCTSAgent,
     MCTSConfig,
+    _search,
+    _search_compiled,
     exhaustive_value,
     random_agent,
 )
@@ -48,11 +52,12 @@ def root_child_values(games, judge):
     return out
 
 
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize(
     "pixels,first,precommit,n_images,seed",
     [(3, "honest", True, 3, 0), (3, "liar", True, 3, 1), (2, "liar", False, 30, 2)],
 )
-def test_mcts_root_move_is_minimax_optimal(pixels, first, precommit, n_images, seed):
+def test_mcts_root_move_is_minimax_optimal(pixels, first, precommit, n_images, seed, engine):
     judge = random_judge(seed)
     imgs, labels = tiny_images(n_images, 5, seed)
     rules = PixelRules(pixels=pixels, first=first, precommit=precommit)
@@ -64,7 +69,7 @@ def test_mcts_root_move_is_minimax_optimal(pixels, first, precommit, n_images, s
     assert decisive.sum() >= 3, "test instance too easy; pick another seed"
     games, value, children = games.subset(decisive), value[decisive], children[decisive.numpy()]
     gen = torch.Generator().manual_seed(seed)
-    slots = MCTSAgent(MCTSConfig(rollouts=400)).moves(games, judge, gen).numpy()
+    slots = MCTSAgent(MCTSConfig(rollouts=400, engine=engine)).moves(games, judge, gen).numpy()
     chosen = children[np.arange(len(slots)), slots]
     assert np.array_equal(chosen, value), "MCTS picked a move that loses the minimax value"
     # the check can fail: random moves lose the minimax value in some of these games
@@ -98,13 +103,14 @@ def test_exhaustive_value_matches_the_ordered_tree():
         assert exhaustive_value(after, judge).tolist() == slow
 
 
-def test_mcts_self_play_reaches_the_minimax_value():
+@pytest.mark.parametrize("engine", ENGINES)
+def test_mcts_self_play_reaches_the_minimax_value(engine):
     judge = random_judge(7)
     imgs, labels = tiny_images(2, 6, 7)
     rules = PixelRules(pixels=3, first="liar")
     games, _ = liar_games(imgs, labels, rules)
     value = exhaustive_value(games, judge)
-    agent = MCTSAgent(MCTSConfig(rollouts=600))
+    agent = MCTSAgent(MCTSConfig(rollouts=600, engine=engine))
     rec = play(games, agent, agent, judge, torch.Generator().manual_seed(0))
     assert np.array_equal(rec.honest_win.numpy(), value)
     # an honest random player against the MCTS liar falls short of the minimax value
@@ -168,7 +174,8 @@ def test_mcts_batches_games_of_uneven_width_and_returns_them_in_order():
     assert torch.equal(res.value[order], again.value)
 
 
-def test_mcts_with_many_candidates_and_trees_finds_the_minimax_value():
+@pytest.mark.parametrize("engine", ENGINES)
+def test_mcts_with_many_candidates_and_trees_finds_the_minimax_value(engine):
     """Rows made on second visits, several lockstep batches and reused leaves still play
     minimax-optimal self-play."""
     judge = random_judge(11)
@@ -177,9 +184,33 @@ def test_mcts_with_many_candidates_and_trees_finds_the_minimax_value():
     games, _ = liar_games(imgs, labels, rules)
     value = exhaustive_value(games, judge)
     assert 0 < value.mean() < 1, "test instance too easy; pick another seed"
-    agent = MCTSAgent(MCTSConfig(rollouts=800, batch_games=6))
+    agent = MCTSAgent(MCTSConfig(rollouts=800, batch_games=6, engine=engine))
     rec = play(games, agent, agent, judge, torch.Generator().manual_seed(1))
     assert np.array_equal(rec.honest_win.numpy(), value)
+
+
+@pytest.mark.parametrize(
+    "pixels,first,precommit,nonzero,rollouts",
+    [(3, "liar", True, 8, 300), (4, "honest", True, 12, 400), (2, "honest", False, 6, 200),
+     (3, "honest", True, 40, 500)],
+)  # fmt: skip
+def test_compiled_search_replays_the_reference_exactly(pixels, first, precommit, nonzero,
+                                                       rollouts):  # fmt: skip
+    """Handed the reference's random numbers, the compiled search plays exactly the reference's
+    search at every turn: the same visits and values, ties, second-visit rows, known last-turn
+    leaves and row growth (the last case outgrows its first arrays) included."""
+    judge = random_judge(pixels + nonzero)
+    imgs, labels = tiny_images(4, nonzero, pixels)
+    rules = PixelRules(pixels=pixels, first=first, precommit=precommit)
+    games, _ = liar_games(imgs, labels, rules)
+    cfg = MCTSConfig(rollouts=rollouts)
+    for _ in range(pixels):
+        ref = _search(games, judge, torch.Generator().manual_seed(5), cfg)
+        before = judge.evaluations
+        fast = _search_compiled(games, judge, torch.Generator().manual_seed(5), cfg, replay=True)
+        assert torch.equal(ref.visits, fast.visits) and torch.equal(ref.value, fast.value)
+        assert judge.evaluations - before < len(games) * rollouts  # known leaves not rejudged
+        games = games.play(ref.visits.argmax(1))
 
 
 def test_mcts_config_validation():
@@ -187,3 +218,5 @@ def test_mcts_config_validation():
         MCTSConfig(rollouts=0)
     with pytest.raises(ValueError):
         MCTSConfig(fpu=2.0)
+    with pytest.raises(ValueError, match="engine"):
+        MCTSConfig(engine="gpu")

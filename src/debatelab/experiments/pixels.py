@@ -62,6 +62,9 @@ class PixelExperimentConfig:
     """PUCT exploration weight."""
     batch_games: int = field(default=64, metadata={"min": 1})
     """Games searched in lockstep (their leaves are judged in one batch)."""
+    engine: Literal["compiled", "reference"] = "compiled"
+    """The tree search's implementation: compiled loops (numba) or the torch reference it is
+    tested against (several times slower; other random draws, statistically the same games)."""
     no_precommit: bool = field(default=True,
                                metadata={"flag": "--no-precommit/--skip-no-precommit"})  # fmt: skip
     """Also play the variant in which the liar names its label after the reveal."""
@@ -123,7 +126,8 @@ class PixelExperimentConfig:
             return random_agent()
         if self.agent != "mcts":
             return PolicyAgent(as_policy(self.agent))
-        return MCTSAgent(MCTSConfig(self.rollouts, self.c_puct, batch_games=self.batch_games))
+        return MCTSAgent(MCTSConfig(self.rollouts, self.c_puct, batch_games=self.batch_games,
+                                    engine=self.engine))  # fmt: skip
 
 
 def _chunk_generator(seed: int, protocol: str, chunk: int) -> torch.Generator:

@@ -22,8 +22,10 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import torch
 
+from ..geometry import N_PIXELS
 from ..interfaces import Judge
 from ..policies import Exact, RankPolicy, Uniform, child_weights
+from . import mcts_kernel
 from .pixels import PixelGames, honest_margin
 
 
@@ -86,6 +88,10 @@ def random_agent() -> PolicyAgent:
     return PolicyAgent(Uniform())
 
 
+#: The implementations of the tree search (MCTSConfig.engine).
+ENGINES = ("compiled", "reference")
+
+
 @dataclass(frozen=True)
 class MCTSConfig:
     """Settings of the tree search."""
@@ -105,10 +111,17 @@ class MCTSConfig:
     its second visit, reckoned at one row per two rollouts (usually fewer)."""
     select: RankPolicy = field(default_factory=Exact)
     """Rank policy over the root's visit counts that picks the move (Exact: most visited)."""
+    engine: str = "compiled"
+    """"compiled": the tree walk in compiled loops (numba), the leaves judged in one batch per
+    step; "reference": the same search in torch tensor operations, the readable (and several
+    times slower) specification the compiled one is tested against. The two draw their random
+    numbers differently, so one seed plays other, statistically equivalent games."""
 
     def __post_init__(self):
         if self.rollouts < 1 or self.batch_games < 1:
             raise ValueError("rollouts and batch_games must be >= 1")
+        if self.engine not in ENGINES:
+            raise ValueError(f"engine must be one of {ENGINES}, got {self.engine!r}")
         if self.c_puct < 0 or not 0 <= self.fpu <= 1:
             raise ValueError("c_puct must be >= 0 and fpu in [0, 1]")
 
@@ -154,7 +167,8 @@ class MCTSAgent:
             width = int(counts[index].max())
             batch = replace(batch, candidates=batch.candidates[:, :width],
                             valid=batch.valid[:, :width])  # fmt: skip
-            part = _search(batch, judge, generator, self.config)
+            search = _search_compiled if self.config.engine == "compiled" else _search
+            part = search(batch, judge, generator, self.config)
             visits[index, :width], value[index, :width] = part.visits, part.value
         return SearchResult(visits, value)
 
@@ -184,6 +198,10 @@ def _search(games: PixelGames, judge: Judge, gen: torch.Generator, cfg: MCTSConf
     roots = torch.arange(g_count)
     root_used = games.used()
     for _ in range(cfg.rollouts):
+        # each step's random numbers in two draws of fixed shape (the compiled search can be
+        # handed the same ones): tie-breaking noise per level, playout keys
+        noise = torch.rand((depth, g_count, c_count), generator=gen)
+        keys = torch.rand((g_count, c_count), generator=gen)
         node = roots.clone()
         used = root_used.clone()
         alive = torch.ones(g_count, dtype=torch.bool)
@@ -197,7 +215,7 @@ def _search(games: PixelGames, judge: Judge, gen: torch.Generator, cfg: MCTSConf
             q = torch.where(ne > 0, q, cfg.fpu)
             prior = 1.0 / free.sum(1, keepdim=True)
             u = cfg.c_puct * prior * ne.sum(1, keepdim=True).sqrt() / (1.0 + ne)
-            score = q + u + 1e-6 * torch.rand(q.shape, generator=gen)
+            score = q + u + 1e-6 * noise[d]
             a = score.masked_fill_(~free, float("-inf")).argmax(1)
             path_node.append(node)
             path_act.append(a)
@@ -229,7 +247,7 @@ def _search(games: PixelGames, judge: Judge, gen: torch.Generator, cfg: MCTSConf
             win[known] = (w[last][known] > 0).to(torch.int32)  # that leaf's first verdict
             todo = (~known).nonzero()[:, 0]
         if len(todo):
-            used = _random_playout(games.valid, used, rules.pixels, gen)
+            used = _random_playout(games.valid, used, rules.pixels, keys)
             margin, _ = games.subset(todo).judge_margin(judge, used[todo])
             win[todo] = (margin > 0).to(torch.int32)
         on_path = torch.stack(path_alive)
@@ -240,22 +258,76 @@ def _search(games: PixelGames, judge: Judge, gen: torch.Generator, cfg: MCTSConf
     return SearchResult(visits, torch.where(visits > 0, wins / visits.clamp(min=1), 0.0))
 
 
+def _search_compiled(games: PixelGames, judge: Judge, gen: torch.Generator, cfg: MCTSConfig,
+                     replay: bool = False) -> SearchResult:  # fmt: skip
+    """The search of :func:`_search` with its tree walk in compiled loops
+    (:mod:`debatelab.games.mcts_kernel`): per simulation step one kernel call descends every
+    tree, the judge scores the listed leaves in one batch, a second kernel call backs the
+    verdicts up. Each game draws from its own random state, seeded from ``gen``; with
+    ``replay`` it uses the reference's torch draws instead and plays exactly its search."""
+    g_count, c_count = games.valid.shape
+    rules, t0 = games.rules, games.turn
+    depth = rules.pixels - t0
+    movers = np.array([rules.mover(t0 + d) == "honest" for d in range(depth)])
+    counts = games.valid.sum(1).numpy()  # a game's real slots come first
+    most = g_count * (cfg.rollouts + 1)
+    size = g_count * max(2, min(cfg.rollouts + 1, 64))
+    child = np.full((size, c_count), -1, np.int32)
+    n = np.zeros((size, c_count), np.int32)
+    w = np.zeros((size, c_count), np.int32)
+    rows = g_count
+    root_used = games.used().numpy().astype(np.uint8)
+    seeds = np.zeros(g_count) if replay else torch.randint(2**62, (g_count,), generator=gen)
+    rng = mcts_kernel.seed_states(np.asarray(seeds))
+    path_node = np.zeros((depth, g_count), np.int32)
+    path_act = np.zeros((depth, g_count), np.int32)
+    path_len = np.zeros(g_count, np.int32)
+    leaf = np.zeros((g_count, rules.pixels), np.int64)
+    todo = np.zeros(g_count, np.uint8)
+    win = np.zeros(g_count, np.int32)
+    noise, keys = np.zeros((0, 0, 0), np.float32), np.zeros((0, 0), np.float32)
+    for _ in range(cfg.rollouts):
+        if replay:
+            noise = torch.rand((depth, g_count, c_count), generator=gen).numpy()
+            keys = torch.rand((g_count, c_count), generator=gen).numpy()
+        if rows + g_count > len(child):  # room for a new row per tree
+            child, n, w = _grow(child, n, w, rows + g_count, most)
+        rows = mcts_kernel.descend(
+            child, n, w, rows, counts, root_used, movers, rules.pixels, cfg.c_puct, cfg.fpu,
+            rng, noise, keys, path_node, path_act, path_len, leaf, todo, win,
+        )  # fmt: skip
+        index = torch.from_numpy(np.flatnonzero(todo))
+        if len(index):
+            pixels = games.candidates[index].gather(1, torch.from_numpy(leaf[index.numpy()]))
+            mask = torch.zeros(len(index), N_PIXELS, dtype=torch.bool).scatter_(1, pixels, True)
+            logits = judge.logits(games.values[index], mask)
+            margin = honest_margin(logits, games.honest[index], games.liar[index])
+            win[index.numpy()] = (margin > 0).numpy()
+        mcts_kernel.backup(n, w, path_node, path_act, path_len, win)
+    visits = torch.from_numpy(n[:g_count].astype(np.float32))
+    wins = torch.from_numpy(w[:g_count].astype(np.float32))
+    return SearchResult(visits, torch.where(visits > 0, wins / visits.clamp(min=1), 0.0))
+
+
 def _grow(child, n, w, needed: int, most: int):
-    """The tree arrays with room for at least ``needed`` rows: doubled, but never past
-    ``most``."""
+    """The tree arrays (torch tensors or numpy arrays) with room for at least ``needed`` rows:
+    doubled, but never past ``most``; new rows hold no edges."""
     extra = min(max(needed, 2 * len(child)), most) - len(child)
-    return (torch.cat([child, torch.full((extra, child.shape[1]), -1, dtype=child.dtype)]),
-            torch.cat([n, torch.zeros((extra, n.shape[1]), dtype=n.dtype)]),
-            torch.cat([w, torch.zeros((extra, w.shape[1]), dtype=w.dtype)]))  # fmt: skip
+    if isinstance(child, np.ndarray):
+        return tuple(np.concatenate([a, np.full((extra, a.shape[1]), fill, a.dtype)])
+                     for a, fill in ((child, -1), (n, 0), (w, 0)))  # fmt: skip
+    return tuple(torch.cat([a, torch.full((extra, a.shape[1]), fill, dtype=a.dtype)])
+                 for a, fill in ((child, -1), (n, 0), (w, 0)))  # fmt: skip
 
 
-def _random_playout(valid, used, pixels: int, gen: torch.Generator) -> torch.Tensor:
-    """``used`` completed to ``pixels`` slots per row with uniformly random available slots."""
+def _random_playout(valid, used, pixels: int, keys: torch.Tensor) -> torch.Tensor:
+    """``used`` completed to ``pixels`` slots per row with the available slots of largest
+    ``keys`` (uniform random numbers: uniformly random slots)."""
     need = pixels - used.sum(1)
     k = int(need.max())
     if k <= 0:
         return used
-    keys = torch.rand(used.shape, generator=gen).masked_fill(~(valid & ~used), -1.0)
+    keys = keys.masked_fill(~(valid & ~used), -1.0)
     top = keys.topk(k, dim=1).indices
     take = torch.arange(k)[None, :] < need[:, None]
     out = torch.cat([used, torch.zeros(len(used), 1, dtype=torch.bool)], dim=1)
