@@ -57,6 +57,39 @@ def test_pixels_command_writes_a_run_folder_and_resumes(stand_ins, tmp_path, mon
     )
 
 
+def test_an_interrupted_pixels_run_resumes_to_the_same_games(stand_ins, tmp_path, monkeypatch):
+    """Killed after two finished chunks (one image's nine games each) and rerun into the same
+    folder, a run
+    plays only the missing chunks and ends with the same games and metrics as a run that was
+    never interrupted."""
+    args = ["--pixels", "3", "--rollouts", "20", "--images", "0:4", "--batch-games", "9",
+            "--quiet"]  # fmt: skip
+    whole, cut = tmp_path / "whole", tmp_path / "cut"
+    assert CliRunner().invoke(main, ["pixels", *args, "--out", str(whole)]).exit_code == 0
+    real_play, played = experiment.play, []
+
+    def play_then_die(*a, **k):
+        if len(played) == 2:
+            raise KeyboardInterrupt  # as if killed while the third chunk plays
+        played.append(1)
+        return real_play(*a, **k)
+
+    monkeypatch.setattr(experiment, "play", play_then_die)
+    CliRunner().invoke(main, ["pixels", *args, "--out", str(cut)])
+    assert len(list((cut / "chunks").glob("*/*.json"))) == 2
+    played.clear()
+    monkeypatch.setattr(
+        experiment, "play", lambda *a, **k: (played.append(1), real_play(*a, **k))[1]
+    )
+    assert CliRunner().invoke(main, ["pixels", *args, "--out", str(cut)]).exit_code == 0
+    # four precommit chunks (9 games each) and one without precommit (9 images), less the two
+    assert len(played) == 4 + 1 - 2
+    assert (cut / "moves.jsonl").read_text() == (whole / "moves.jsonl").read_text()
+    metrics = [json.loads((f / "metrics.json").read_text()) for f in (whole, cut)]
+    for key in ("honest_win_rate_precommit", "honest_win_rate_no_precommit", "judge_accuracy"):
+        assert metrics[0][key] == metrics[1][key]
+
+
 def test_pixels_command_rejects_bad_input(stand_ins, tmp_path):
     result = CliRunner().invoke(main, ["pixels", "--images", "5:2", "--out", str(tmp_path / "r")])
     assert result.exit_code != 0 and "image range" in result.output

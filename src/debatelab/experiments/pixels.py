@@ -17,7 +17,7 @@ from typing import Literal
 import numpy as np
 import torch
 
-from ..atomic import write_json
+from ..atomic import write_atomic, write_json
 from ..cluster import Cluster, run_pieces
 from ..data import load_raw
 from ..games.agents import MCTSAgent, MCTSConfig, PolicyAgent, greedy_agent, random_agent
@@ -254,9 +254,9 @@ def run_pixels(
         "judge_evaluations_this_session": judge.evaluations,
         "published": PUBLISHED.get(cfg.pixels),
     })  # fmt: skip
-    with open(out / "moves.jsonl", "w") as fh:
-        for row in rows:
-            fh.write(json.dumps(row) + "\n")
+    # keys sorted as in the stored chunks, so a resumed run writes the same file
+    lines = "".join(json.dumps(row, sort_keys=True) + "\n" for row in rows)
+    write_atomic(out / "moves.jsonl", lambda p: p.write_text(lines))
     examples = [r for r in rows if r["protocol"] == "precommit"]
     draw_examples(examples, images, start, out / "examples.png", cfg.examples)
     (out / "report.md").write_text(report_text(cfg, metrics))
