@@ -8,8 +8,9 @@ and MCTS rollouts per second end to end.
    images, batches of 512: the dense forward (the two 28x28 planes through the CNN) against the
    sparse forward (:class:`debatelab.judges.pixel_fast.SparsePixelForward`), at each thread
    count, with the largest logit difference.
-2. One MCTS move for ``--games`` games (liars of consecutive images, first turn), sparse judge
-   and dense judge: rollouts per second and judge evaluations per second; then the same search
+2. One MCTS move for ``--games`` games (liars of consecutive images, first turn): the compiled
+   search with the sparse judge and the dense judge, and the torch reference search with the
+   sparse judge: rollouts per second and judge evaluations per second; then the compiled search
    with one tree at a time (one judge call per rollout) on a few games.
 
 Weights do not change the speed, so the judge is the pixel judge's architecture with its
@@ -75,9 +76,10 @@ def judge_speed(model, pixels: int, threads: list[int]) -> float:
     return best
 
 
-def search_speed(games, judge, rollouts: int, batch_games: int) -> tuple[float, float, float]:
+def search_speed(games, judge, rollouts: int, batch_games: int,
+                 engine: str = "compiled") -> tuple[float, float, float]:  # fmt: skip
     """Rollouts/s, judge evaluations/s and wall seconds of one move's search for ``games``."""
-    agent = MCTSAgent(MCTSConfig(rollouts=rollouts, batch_games=batch_games))
+    agent = MCTSAgent(MCTSConfig(rollouts=rollouts, batch_games=batch_games, engine=engine))
     judge.evaluations = judge.calls = 0
     start = time.perf_counter()
     agent.search(games, judge, torch.Generator().manual_seed(0))
@@ -109,22 +111,26 @@ def main() -> None:
     games = games.subset(slice(0, args.games))
     print(f"MCTS, K={args.pixels}, first move, {args.rollouts} rollouts, {args.threads[0]} "
           f"thread(s), candidates/game ~{int(games.valid.sum(1).float().mean())}")  # fmt: skip
+    search_speed(games.subset(slice(0, 2)), PixelJudge(model), 2, 2)  # compiles the kernels
     rows = {}
-    for name, judge in (
-        ("sparse", PixelJudge(model)),
-        ("dense", PixelJudge(model, sparse_limit=0)),
+    for name, judge, engine in (
+        ("sparse", PixelJudge(model), "compiled"),
+        ("dense", PixelJudge(model, sparse_limit=0), "compiled"),
+        ("reference", PixelJudge(model), "reference"),
     ):
-        rows[name] = search_speed(games, judge, args.rollouts, args.games)
+        rows[name] = search_speed(games, judge, args.rollouts, args.games, engine)
         r, e, wall = rows[name]
-        print(f"  {args.games} trees in lockstep, {name} judge: {r:8.0f} rollouts/s, "
-              f"{e:8.0f} judge evals/s ({wall:.1f} s)")  # fmt: skip
+        judged = "dense" if name == "dense" else "sparse"
+        print(f"  {args.games} trees in lockstep, {engine} search, {judged} judge: {r:8.0f} "
+              f"rollouts/s, {e:8.0f} judge evals/s ({wall:.1f} s)")  # fmt: skip
     few = games.subset(slice(0, args.single_games))
     r1, e1, wall = search_speed(few, PixelJudge(model), args.rollouts, 1)
     print(f"  one tree at a time ({args.single_games} trees), sparse judge: {r1:8.0f} rollouts/s "
           f"({wall:.1f} s)")  # fmt: skip
     batching = rows["sparse"][0] / r1
     print(f"batching: {batching:.1f}x; sparse judge in the search: "
-          f"{rows['sparse'][0] / rows['dense'][0]:.1f}x")  # fmt: skip
+          f"{rows['sparse'][0] / rows['dense'][0]:.1f}x; compiled search over the reference: "
+          f"{rows['sparse'][0] / rows['reference'][0]:.1f}x")  # fmt: skip
     if min(batching, sparse_gain) < args.min_speedup:
         raise SystemExit(f"speed-up below the required {args.min_speedup}x")
 

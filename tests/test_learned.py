@@ -203,3 +203,10 @@ def test_training_resumes_to_the_same_weights(tmp_path, monkeypatch):
         for a, b in zip(whole.history, resumed.history, strict=True)
     )
     assert not (tmp_path / "warmup-b.partial.pt").exists()
+
+
+def test_debaters_refuse_a_judge_without_gradcam_maps():
+    from debatelab.experiments import agents
+
+    with pytest.raises(ValueError, match="Grad-CAM"):
+        agents.DebaterTrainConfig(judge="mlp")

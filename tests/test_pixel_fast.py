@@ -1,4 +1,5 @@
-"""The sparse forward of the pixel judge equals its dense forward (issue 18: 1e-5).
+"""The sparse forwards of the pixel judges (CNN and MLP) equal their dense forwards (issue 18:
+1e-5).
 
 The two sum in different orders in float32, so they differ by a few units in the last place of
 the logits: 1e-5 absolute plus 1e-5 relative to the logit. These test models' weights are far
@@ -11,8 +12,9 @@ import pytest
 import torch
 
 from debatelab.judges.cnn import JudgeCNN
+from debatelab.judges.mlp import PixelMLP
 from debatelab.judges.pixel import PixelJudge, pixel_planes, random_nonzero_masks
-from debatelab.judges.pixel_fast import SparsePixelForward, compact_pixels
+from debatelab.judges.pixel_fast import SparsePixelForward, SparsePixelMLPForward, compact_pixels
 
 
 def judge_model(widths=(16, 32), seed=0) -> JudgeCNN:
@@ -120,3 +122,35 @@ def test_pixel_judge_follows_its_model():
 def test_sparse_forward_refuses_other_layouts():
     with pytest.raises(ValueError, match="dense forward"):
         SparsePixelForward(JudgeCNN(in_channels=1, image_size=18))
+
+
+def mlp_model(hidden=64, seed=0) -> PixelMLP:
+    torch.manual_seed(seed)
+    model = PixelMLP(hidden=hidden).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.2 * torch.randn_like(p))
+    return model
+
+
+@pytest.mark.parametrize("pixels", [1, 4, 6, 20])
+def test_sparse_mlp_equals_dense_on_random_positions(pixels):
+    """The MLP judge's sparse first layer (K gathered columns), uneven rows and zero-valued
+    revealed pixels included, against its dense forward."""
+    model = mlp_model(seed=pixels)
+    gen = torch.Generator().manual_seed(pixels)
+    values = torch.rand(300, 784, generator=gen) * (torch.rand(300, 784, generator=gen) < 0.3)
+    mask = random_nonzero_masks(values, pixels, gen)
+    mask[::7] = False
+    mask[1::7, 0] = True  # a revealed zero
+    fast = SparsePixelMLPForward(model)(*compact_pixels(values, mask))
+    assert torch.allclose(fast, dense(model, values, mask), atol=1e-5, rtol=1e-5)
+    # and the judge picks it for the MLP, and follows new weights
+    judge = PixelJudge(model)
+    assert isinstance(judge.sparse_forward(), SparsePixelMLPForward)
+    with torch.no_grad():
+        model.fc1.weight.mul_(2.0)
+    assert torch.allclose(judge.logits(values, mask), dense(model, values, mask), atol=1e-5,
+                          rtol=1e-5)  # fmt: skip
+    model.train()
+    assert judge.sparse_forward() is None

@@ -23,6 +23,7 @@ from debatelab.judges.pixel import (
     get_pixel_judge,
     load_pixel_checkpoint,
     pixel_planes,
+    pixel_values,
     random_nonzero_masks,
     train_pixel_judge,
 )
@@ -252,3 +253,36 @@ def test_the_demos_sparse_classifier_sees_any_pixel_with_probability_visible(tmp
     assert pixel_judge_config("nonzero", 6, 0, 10) == PixelTrainConfig(pixels=6)
     with pytest.raises(ValueError, match="visible"):
         DemoSparseConfig(visible=0)
+
+
+def test_the_mlp_judge_trains_caches_and_judges_through_its_sparse_path(tmp_path, monkeypatch):
+    """PixelMLPConfig: the K-nonzero-pixel task learned by a PixelMLP, cached under its own
+    family and key; the loaded checkpoint gives the trained model's logits, and the game judge
+    takes the MLP's sparse path."""
+    from debatelab.judges import pixel as pixel_module
+    from debatelab.judges.mlp import PixelMLP
+    from debatelab.judges.pixel import PixelMLPConfig, pixel_judge_config
+    from debatelab.judges.pixel_fast import SparsePixelMLPForward
+
+    rng = np.random.default_rng(3)
+    imgs = (rng.random((64, 28, 28)) < 0.2).astype(np.uint8) * 200
+    labels = rng.integers(0, 10, 64)
+    monkeypatch.setattr(pixel_module, "load_raw", lambda *a, **k: (imgs, labels))
+    cfg = PixelMLPConfig(pixels=4, epochs=2, batch_size=16, hidden=32)
+    trained = get_pixel_judge(cfg, cache=tmp_path, progress=False)
+    assert isinstance(trained.model, PixelMLP) and len(trained.history) == 2
+    again = pixel_module.load_pixel_checkpoint(trained.path)
+    assert again.family == "pixel-mlp" and again.config == cfg
+    assert trained.path.name.startswith("mnist-pixelmlp4-s0-")
+    values = pixel_values(imgs[:20])
+    mask = random_nonzero_masks(values, 4, torch.Generator().manual_seed(0))
+    judge = PixelJudge(again.model)
+    assert isinstance(judge.sparse_forward(), SparsePixelMLPForward)
+    with torch.inference_mode():
+        expected = trained.model(pixel_planes(values, mask))
+    assert torch.allclose(judge.logits(values, mask), expected, atol=1e-5)
+    recipe = pixel_judge_config("mlp", 6, 0)
+    assert (recipe.epochs, recipe.gamma, recipe.hidden) == (30, 0.9, 1024)
+    assert pixel_judge_config("mlp", 6, 0, 5).epochs == 5
+    with pytest.raises(ValueError, match="hidden"):
+        PixelMLPConfig(hidden=0)

@@ -102,6 +102,11 @@ class DebaterTrainConfig:
         PixelRules(self.pixels, self.first)  # validates pixels and first
         if self.judge not in JUDGE_KINDS:
             raise ValueError(f"judge must be one of {JUDGE_KINDS}, got {self.judge!r}")
+        if self.judge not in ("nonzero", "sparse"):  # the warm-up needs conv maps
+            raise ValueError(
+                f"the learned debaters' warm-up imitates the judge's Grad-CAM maps, which only "
+                f"the CNN judges have; use --judge nonzero or sparse, not {self.judge!r}"
+            )
         if self.batch_size * self.plays < 2:
             raise ValueError("a step needs two or more plays (each play's baseline is the others')")
 

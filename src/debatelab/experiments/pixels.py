@@ -68,13 +68,14 @@ class PixelExperimentConfig:
     no_precommit: bool = field(default=True,
                                metadata={"flag": "--no-precommit/--skip-no-precommit"})  # fmt: skip
     """Also play the variant in which the liar names its label after the reveal."""
-    judge: Literal["nonzero", "sparse"] = "nonzero"
-    """The frozen judge: the paper's (trained on K random nonzero pixels) or the demo's sparse
-    classifier (about 10 % of all pixels visible)."""
+    judge: Literal["nonzero", "sparse", "mlp"] = "nonzero"
+    """The frozen judge: the paper's (the pixel CNN trained on K random nonzero pixels), the
+    same task learned by an MLP for 30 epochs (mlp, closer to the paper's accuracy), or the
+    demo's sparse classifier (about 10 % of all pixels visible)."""
     judge_seed: int | None = None
     """Seed of the judge's training (default: the same as --seed)."""
-    judge_epochs: int = field(default=10, metadata={"min": 1})
-    """Training epochs of the judge."""
+    judge_epochs: int | None = None
+    """Training epochs of the judge (default: the judge's own, 10; 30 for mlp)."""
     seed: int = 0
     """Seed of the agents' random choices (tie-breaks, playouts; one stream per chunk), and of
     the judge's training unless --judge-seed is given."""
@@ -103,6 +104,8 @@ class PixelExperimentConfig:
         Cluster.parse(self.cluster)
         if self.rollouts < 1 or self.batch_games < 1 or self.accuracy_draws < 1:
             raise ValueError("rollouts, batch_games and accuracy_draws must be >= 1")
+        if self.judge_epochs is not None and self.judge_epochs < 1:
+            raise ValueError(f"judge_epochs must be >= 1, got {self.judge_epochs}")
 
     def judge_config(self) -> PixelTrainConfig:
         seed = self.seed if self.judge_seed is None else self.judge_seed
@@ -113,7 +116,7 @@ class PixelExperimentConfig:
 
         return DebaterTrainConfig(pixels=self.pixels, first=self.first, seed=self.seed,
                                   judge=self.judge, judge_seed=self.judge_seed,
-                                  judge_epochs=self.judge_epochs)  # fmt: skip
+                                  judge_epochs=self.judge_config().epochs)  # fmt: skip
 
     def make_agent(self, debaters=None):
         if self.agent == "learned":
@@ -322,7 +325,7 @@ def report_text(cfg: PixelExperimentConfig, m: dict) -> str:
         f"# Sparse-pixel MNIST debate, {cfg.pixels} pixels",
         "",
         f"Test images {m['image_range'][0]}:{m['image_range'][1]} ({m['n_images']}); {budget}; "
-        f"{cfg.first} reveals first; judge seed {cfg.judge_config().seed}, {cfg.judge_epochs} epochs.",
+        f"{cfg.first} reveals first; judge seed {cfg.judge_config().seed}, {cfg.judge_config().epochs} epochs.",
         "",
         "| measure | this run, % | published, % |",
         "|---|---|---|",

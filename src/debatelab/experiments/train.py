@@ -4,7 +4,7 @@ seed; a second call loads them)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import torch
@@ -16,17 +16,32 @@ from ..judges.pixel import PixelJudge, get_pixel_judge, pixel_judge_config, rand
 from ..report.runs import RunFolder
 from .setup import JudgeSetupConfig, monte_carlo_accuracy
 
+#: ``--kind`` of a pixel judge -> its kind in :data:`debatelab.judges.pixel.JUDGE_KINDS`.
+PIXEL_KINDS = {"pixel": "nonzero", "pixel-mlp": "mlp", "pixel-sparse": "sparse"}
+
 
 @dataclass
 class TrainJudgesConfig(JudgeSetupConfig):
     """Settings of one training command."""
 
-    kind: Literal["gold", "sparse", "both", "pixel", "pixel-sparse"] = "both"
+    kind: Literal["gold", "sparse", "both", "pixel", "pixel-mlp", "pixel-sparse"] = "both"
     """Which judge to train: the cell-grid judges (gold, sparse, both), the MNIST pixel judge
-    of the 2018 debate (pixel, with --pixels) or the demo's sparse classifier (pixel-sparse:
-    about 10 % of all pixels visible; measured on --pixels random nonzero pixels too)."""
+    of the 2018 debate (pixel, with --pixels; pixel-mlp: the same task learned by an MLP) or
+    the demo's sparse classifier (pixel-sparse: about 10 % of all pixels visible; measured on
+    --pixels random nonzero pixels too)."""
     pixels: int = field(default=6, metadata={"min": 1, "max": 784})
-    """Nonzero pixels the pixel judge sees (--kind pixel and pixel-sparse only)."""
+    """Nonzero pixels the pixel judge sees (--kind pixel, pixel-mlp and pixel-sparse only)."""
+    epochs: int | None = None
+    """Training epochs (default: 10, as published; 30 for pixel-mlp)."""
+
+    def __post_init__(self):
+        if self.epochs is not None and self.epochs < 1:
+            raise ValueError(f"epochs must be >= 1, got {self.epochs}")
+        super().__post_init__()
+
+    def judge_config(self, kind: str):
+        return JudgeSetupConfig.judge_config(replace(self, epochs=self.epochs or 10), kind)
+
     retrain: bool = field(default=False, compare=False)
     """Ignore the cache and train again."""
 
@@ -35,7 +50,7 @@ def run(config: TrainJudgesConfig, folder: RunFolder) -> dict:
     """The experiment shape: train or load, then measure on the test set (gold on full images,
     sparse on random masks, Monte Carlo, pixel on random nonzero pixels, 5 draws per image)."""
     folder.seeds["train"] = config.seed
-    if config.kind in ("pixel", "pixel-sparse"):
+    if config.kind in PIXEL_KINDS:
         return _train_pixel(config, folder)
     data = load_variant(config.variant, folder.data_dir)
     metrics, paths = {}, {}
@@ -52,7 +67,7 @@ def run(config: TrainJudgesConfig, folder: RunFolder) -> dict:
 
 
 def _train_pixel(config: TrainJudgesConfig, folder: RunFolder) -> dict:
-    kind = "sparse" if config.kind == "pixel-sparse" else "nonzero"
+    kind = PIXEL_KINDS[config.kind]
     cfg = pixel_judge_config(kind, config.pixels, config.seed, config.epochs)
     trained = get_pixel_judge(cfg, folder.data_dir, folder.cache_dir, folder.progress,
                               config.retrain)  # fmt: skip

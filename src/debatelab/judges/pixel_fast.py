@@ -25,13 +25,18 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..geometry import SIDE
+from ..geometry import N_PIXELS, SIDE
 from .cnn import JudgeCNN
+from .mlp import PixelMLP
 
 
 def supports_sparse_pixels(model: torch.nn.Module) -> bool:
-    """Whether ``model`` has the layout the sparse path assumes: a :class:`JudgeCNN` on the two
-    28x28 pixel planes with its 3x3 / padding 1 convolutions and 2x2 pooling."""
+    """Whether ``model`` has a layout a sparse path covers: a :class:`JudgeCNN` on the two
+    28x28 pixel planes with its 3x3 / padding 1 convolutions and 2x2 pooling, or a
+    :class:`~debatelab.judges.mlp.PixelMLP` on the two planes (float32 weights either way)."""
+    if isinstance(model, PixelMLP):
+        return (model.in_channels == 2 and model.image_size == SIDE
+                and all(p.dtype == torch.float32 for p in model.parameters()))  # fmt: skip
     return (
         isinstance(model, JudgeCNN)
         and model.in_channels == 2
@@ -155,6 +160,47 @@ class SparsePixelForward:
         features = _max_pool_2x2(conv2).relu_().reshape(b, 49 * c2)
         hidden = torch.relu(torch.addmm(self.fc1_bias, features, self.fc1))
         return torch.addmm(self.fc2_bias, hidden, self.fc2)  # dropout: none in eval mode
+
+
+class SparsePixelMLPForward:
+    """Logits of a frozen :class:`~debatelab.judges.mlp.PixelMLP` (eval mode) from the revealed
+    pixels, called like :class:`SparsePixelForward`. The first layer on the two planes is its
+    bias plus, per revealed pixel, the pixel's mask column and ``value`` times its value column:
+    K gathered rows instead of a 1,568-wide product; the rest is the model's own."""
+
+    def __init__(self, model: torch.nn.Module):
+        if not supports_sparse_pixels(model):
+            raise ValueError("the sparse MLP forward needs a PixelMLP on the two 28x28 planes")
+        self.model = model
+        self.versions = [p._version for p in model.parameters()]
+        with torch.no_grad():
+            w1 = model.fc1.weight.detach()
+            self.mask_rows = w1[:, :N_PIXELS].T.contiguous()  # (784, hidden)
+            self.value_rows = w1[:, N_PIXELS:].T.contiguous()
+            self.bias1 = model.fc1.bias.detach().clone()
+
+    def matches(self, model: torch.nn.Module) -> bool:
+        """Whether ``model`` is the model this was built from, unchanged and in eval mode."""
+        return (model is self.model and not model.training
+                and [p._version for p in model.parameters()] == self.versions)  # fmt: skip
+
+    @torch.inference_mode()
+    def __call__(
+        self, pixels: torch.Tensor, values: torch.Tensor, present: torch.Tensor
+    ) -> torch.Tensor:
+        on = present.to(torch.float32)[..., None]
+        h = self.mask_rows[pixels] * on + self.value_rows[pixels] * (values[..., None] * on)
+        h = torch.relu(h.sum(1) + self.bias1)
+        return self.model.fc3(torch.relu(self.model.fc2(h)))  # dropout: none in eval mode
+
+
+def sparse_pixel_forward(model: torch.nn.Module):
+    """The sparse forward of a pixel judge's model, or None for a layout it does not cover."""
+    if not supports_sparse_pixels(model):
+        return None
+    return (
+        SparsePixelForward(model) if isinstance(model, JudgeCNN) else SparsePixelMLPForward(model)
+    )
 
 
 def _max_pool_2x2(x: torch.Tensor) -> torch.Tensor:

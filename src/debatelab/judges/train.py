@@ -37,6 +37,7 @@ FAMILIES = {
     "cell": "debatelab.judges.train:TrainConfig",
     "pixel": "debatelab.judges.pixel:PixelTrainConfig",
     "pixel-sparse": "debatelab.judges.pixel:DemoSparseConfig",
+    "pixel-mlp": "debatelab.judges.pixel:PixelMLPConfig",
     "onpolicy": "debatelab.judges.onpolicy:OnPolicyConfig",
 }
 KINDS = ("gold", "sparse")
@@ -174,9 +175,10 @@ def load_judge(path: str | os.PathLike, family: str | None = None) -> TrainedJud
 
 
 def _model_class(name: str):
+    from .mlp import PixelMLP
     from .onpolicy import ClaimJudgeCNN
 
-    classes = {"JudgeCNN": JudgeCNN, "ClaimJudgeCNN": ClaimJudgeCNN}
+    classes = {"JudgeCNN": JudgeCNN, "ClaimJudgeCNN": ClaimJudgeCNN, "PixelMLP": PixelMLP}
     if name not in classes:
         raise CacheError(f"unknown judge model class {name!r}; known: {sorted(classes)}")
     return classes[name]
