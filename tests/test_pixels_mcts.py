@@ -127,6 +127,8 @@ def test_mcts_batched_and_one_tree_at_a_time_agree():
     a = batched.search(games, judge, torch.Generator().manual_seed(0))
     b = single.search(games, judge, torch.Generator().manual_seed(0))
     assert (a.visits.sum(1) == 50).all() and (b.visits.sum(1) == 50).all()
+    # each game's random state is drawn in the same order however the games are batched
+    assert torch.equal(a.visits, b.visits) and torch.equal(a.value, b.value)
     # unavailable (padding) slots are never visited
     assert (a.visits[~games.valid] == 0).all()
     # one judge call per rollout that needs one alone; one per simulation step for four trees
