@@ -5,9 +5,10 @@ and MCTS rollouts per second end to end.
                                     [--threads 1 2] [--min-speedup 3]
 
 1. Judge evaluations per second on positions of ``--pixels`` random nonzero pixels of MNIST test
-   images, batches of 512: the dense forward (the two 28x28 planes through the CNN) against the
-   sparse forward (:class:`debatelab.judges.pixel_fast.SparsePixelForward`), at each thread
-   count, with the largest logit difference.
+   images, batches of 512: the dense forward (the two 28x28 planes through the network) against
+   the sparse forward (:class:`debatelab.judges.pixel_fast.SparsePixelForward` for the CNN,
+   ``SparsePixelMLPForward`` for the MLP recipe), at each thread count, with the largest logit
+   difference.
 2. One MCTS move for ``--games`` games (liars of consecutive images, first turn): the compiled
    search with the sparse judge and the dense judge, and the torch reference search with the
    sparse judge: rollouts per second and judge evaluations per second; then the compiled search
@@ -30,6 +31,7 @@ from debatelab.games.agents import MCTSAgent, MCTSConfig
 from debatelab.games.pixels import PixelRules, liar_games
 from debatelab.judges.pixel import (
     PixelJudge,
+    PixelMLPConfig,
     PixelTrainConfig,
     make_pixel_model,
     pixel_values,
@@ -59,7 +61,7 @@ def rate(func, items: int, seconds: float = 2.0) -> float:
     return items * calls / (time.perf_counter() - start)
 
 
-def judge_speed(model, pixels: int, threads: list[int]) -> float:
+def judge_speed(model, pixels: int, threads: list[int], name: str = "CNN judge") -> float:
     x, _ = images(512)
     values = pixel_values(x)
     mask = random_nonzero_masks(values, pixels, torch.Generator().manual_seed(0))
@@ -71,7 +73,7 @@ def judge_speed(model, pixels: int, threads: list[int]) -> float:
         d = rate(lambda: dense.logits(values, mask), len(values))
         s = rate(lambda: sparse.logits(values, mask), len(values))
         best = max(best, s / d)
-        print(f"judge, {t} thread(s), batches of 512, K={pixels}: dense {d:8.0f} evals/s, "
+        print(f"{name}, {t} thread(s), batches of 512, K={pixels}: dense {d:8.0f} evals/s, "
               f"sparse {s:8.0f} evals/s, {s / d:.1f}x (max logit difference {gap:.1e})")  # fmt: skip
     return best
 
@@ -105,6 +107,10 @@ def main() -> None:
         torch.manual_seed(0)
         model = make_pixel_model(PixelTrainConfig(pixels=args.pixels))
     sparse_gain = judge_speed(model, args.pixels, args.threads)
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        mlp = make_pixel_model(PixelMLPConfig(pixels=args.pixels)).eval()
+    judge_speed(mlp, args.pixels, args.threads, "MLP judge")
     torch.set_num_threads(args.threads[0])
     x, y = images((args.games + 8) // 9)
     games, _ = liar_games(x, y, PixelRules(args.pixels))

@@ -166,7 +166,8 @@ class SparsePixelMLPForward:
     """Logits of a frozen :class:`~debatelab.judges.mlp.PixelMLP` (eval mode) from the revealed
     pixels, called like :class:`SparsePixelForward`. The first layer on the two planes is its
     bias plus, per revealed pixel, the pixel's mask column and ``value`` times its value column:
-    K gathered rows instead of a 1,568-wide product; the rest is the model's own."""
+    one weighted bag of 2K rows (``embedding_bag``, which sums without materialising the rows)
+    instead of a 1,568-wide product; the rest is the model's own."""
 
     def __init__(self, model: torch.nn.Module):
         if not supports_sparse_pixels(model):
@@ -174,9 +175,8 @@ class SparsePixelMLPForward:
         self.model = model
         self.versions = [p._version for p in model.parameters()]
         with torch.no_grad():
-            w1 = model.fc1.weight.detach()
-            self.mask_rows = w1[:, :N_PIXELS].T.contiguous()  # (784, hidden)
-            self.value_rows = w1[:, N_PIXELS:].T.contiguous()
+            # rows 0..783 the mask plane's weights per pixel, 784..1567 the value plane's
+            self.rows = model.fc1.weight.detach().T.contiguous()  # (1568, hidden)
             self.bias1 = model.fc1.bias.detach().clone()
 
     def matches(self, model: torch.nn.Module) -> bool:
@@ -188,9 +188,11 @@ class SparsePixelMLPForward:
     def __call__(
         self, pixels: torch.Tensor, values: torch.Tensor, present: torch.Tensor
     ) -> torch.Tensor:
-        on = present.to(torch.float32)[..., None]
-        h = self.mask_rows[pixels] * on + self.value_rows[pixels] * (values[..., None] * on)
-        h = torch.relu(h.sum(1) + self.bias1)
+        on = present.to(torch.float32)
+        index = torch.cat([pixels, pixels + N_PIXELS], 1)
+        weight = torch.cat([on, values * on], 1)
+        h = F.embedding_bag(index, self.rows, per_sample_weights=weight, mode="sum")
+        h = torch.relu(h + self.bias1)
         return self.model.fc3(torch.relu(self.model.fc2(h)))  # dropout: none in eval mode
 
 
