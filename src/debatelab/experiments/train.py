@@ -33,6 +33,8 @@ class TrainJudgesConfig(JudgeSetupConfig):
     """Nonzero pixels the pixel judge sees (--kind pixel, pixel-mlp and pixel-sparse only)."""
     epochs: int | None = None
     """Training epochs (default: 10, as published; 30 for pixel-mlp)."""
+    retrain: bool = field(default=False, compare=False)
+    """Ignore the cache and train again."""
 
     def __post_init__(self):
         if self.epochs is not None and self.epochs < 1:
@@ -40,10 +42,8 @@ class TrainJudgesConfig(JudgeSetupConfig):
         super().__post_init__()
 
     def judge_config(self, kind: str):
+        """A cell judge's training config (``epochs`` None: the published 10)."""
         return JudgeSetupConfig.judge_config(replace(self, epochs=self.epochs or 10), kind)
-
-    retrain: bool = field(default=False, compare=False)
-    """Ignore the cache and train again."""
 
 
 def run(config: TrainJudgesConfig, folder: RunFolder) -> dict:
