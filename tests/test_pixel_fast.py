@@ -135,7 +135,7 @@ def mlp_model(hidden=64, seed=0) -> PixelMLP:
 
 @pytest.mark.parametrize("pixels", [1, 4, 6, 20])
 def test_sparse_mlp_equals_dense_on_random_positions(pixels):
-    """The MLP judge's sparse first layer (K gathered columns), uneven rows and zero-valued
+    """The MLP judge's sparse first layer (2K weighted columns), uneven rows and zero-valued
     revealed pixels included, against its dense forward."""
     model = mlp_model(seed=pixels)
     gen = torch.Generator().manual_seed(pixels)

@@ -59,9 +59,8 @@ def test_pixels_command_writes_a_run_folder_and_resumes(stand_ins, tmp_path, mon
 
 def test_an_interrupted_pixels_run_resumes_to_the_same_games(stand_ins, tmp_path, monkeypatch):
     """Killed after two finished chunks (one image's nine games each) and rerun into the same
-    folder, a run
-    plays only the missing chunks and ends with the same games and metrics as a run that was
-    never interrupted."""
+    folder, a run plays only the missing chunks and ends with the same games and metrics as a
+    run that was never interrupted."""
     args = ["--pixels", "3", "--rollouts", "20", "--images", "0:4", "--batch-games", "9",
             "--quiet"]  # fmt: skip
     whole, cut = tmp_path / "whole", tmp_path / "cut"

@@ -297,13 +297,14 @@ def _search_compiled(games: PixelGames, judge: Judge, gen: torch.Generator, cfg:
             child, n, w, rows, counts, root_used, movers, rules.pixels, cfg.c_puct, cfg.fpu,
             rng, noise, keys, path_node, path_act, path_len, leaf, todo, win,
         )  # fmt: skip
-        index = torch.from_numpy(np.flatnonzero(todo))
-        if len(index):
-            pixels = games.candidates[index].gather(1, torch.from_numpy(leaf[index.numpy()]))
+        judged = np.flatnonzero(todo)
+        if len(judged):
+            index = torch.from_numpy(judged)
+            pixels = games.candidates[index].gather(1, torch.from_numpy(leaf[judged]))
             mask = torch.zeros(len(index), N_PIXELS, dtype=torch.bool).scatter_(1, pixels, True)
             logits = judge.logits(games.values[index], mask)
             margin = honest_margin(logits, games.honest[index], games.liar[index])
-            win[index.numpy()] = (margin > 0).numpy()
+            win[judged] = (margin > 0).numpy()
         mcts_kernel.backup(n, w, path_node, path_act, path_len, win)
     visits = torch.from_numpy(n[:g_count].astype(np.float32))
     wins = torch.from_numpy(w[:g_count].astype(np.float32))

@@ -50,7 +50,21 @@ def supports_sparse_pixels(model: torch.nn.Module) -> bool:
     )
 
 
-class SparsePixelForward:
+class _FromFrozenModel:
+    """A fast path built from a copy of a model's weights, which knows whether it still
+    computes that model (a changed parameter bumps its version)."""
+
+    def __init__(self, model: torch.nn.Module):
+        self.model = model
+        self.versions = [p._version for p in model.parameters()]
+
+    def matches(self, model: torch.nn.Module) -> bool:
+        """Whether ``model`` is the model this was built from, unchanged and in eval mode."""
+        return (model is self.model and not model.training and supports_sparse_pixels(model)
+                and [p._version for p in model.parameters()] == self.versions)  # fmt: skip
+
+
+class SparsePixelForward(_FromFrozenModel):
     """Logits of a frozen pixel :class:`JudgeCNN` (eval mode: no dropout) from the revealed
     pixels' positions and values.
 
@@ -66,8 +80,7 @@ class SparsePixelForward:
                 "the sparse pixel forward needs a JudgeCNN on the two 28x28 pixel planes with 3x3 "
                 "convolutions (padding 1) and 2x2 pooling; use the dense forward for this model"
             )
-        self.model = model
-        self.versions = [p._version for p in model.parameters()]
+        super().__init__(model)
         with torch.no_grad():
             w1 = model.conv1.weight.detach().clone()
             c1, c2 = self.c1, self.c2 = w1.shape[0], model.conv2.weight.shape[0]
@@ -118,11 +131,6 @@ class SparsePixelForward:
                             index[top, left, y, x] = row * 14 + col
         self.window_index = index.reshape(169, 16)
 
-    def matches(self, model: torch.nn.Module) -> bool:
-        """Whether ``model`` is the model this was built from, unchanged and in eval mode."""
-        return (model is self.model and not model.training and supports_sparse_pixels(model)
-                and [p._version for p in model.parameters()] == self.versions)  # fmt: skip
-
     @torch.inference_mode()
     def __call__(
         self, pixels: torch.Tensor, values: torch.Tensor, present: torch.Tensor
@@ -162,7 +170,7 @@ class SparsePixelForward:
         return torch.addmm(self.fc2_bias, hidden, self.fc2)  # dropout: none in eval mode
 
 
-class SparsePixelMLPForward:
+class SparsePixelMLPForward(_FromFrozenModel):
     """Logits of a frozen :class:`~debatelab.judges.mlp.PixelMLP` (eval mode) from the revealed
     pixels, called like :class:`SparsePixelForward`. The first layer on the two planes is its
     bias plus, per revealed pixel, the pixel's mask column and ``value`` times its value column:
@@ -172,17 +180,11 @@ class SparsePixelMLPForward:
     def __init__(self, model: torch.nn.Module):
         if not supports_sparse_pixels(model):
             raise ValueError("the sparse MLP forward needs a PixelMLP on the two 28x28 planes")
-        self.model = model
-        self.versions = [p._version for p in model.parameters()]
+        super().__init__(model)
         with torch.no_grad():
             # rows 0..783 the mask plane's weights per pixel, 784..1567 the value plane's
             self.rows = model.fc1.weight.detach().T.contiguous()  # (1568, hidden)
             self.bias1 = model.fc1.bias.detach().clone()
-
-    def matches(self, model: torch.nn.Module) -> bool:
-        """Whether ``model`` is the model this was built from, unchanged and in eval mode."""
-        return (model is self.model and not model.training
-                and [p._version for p in model.parameters()] == self.versions)  # fmt: skip
 
     @torch.inference_mode()
     def __call__(
