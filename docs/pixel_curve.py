@@ -1,17 +1,24 @@
-"""Plot the pixel debate's honest win rate against MCTS rollouts per move from run folders.
+"""Plot the pixel debate's honest win rate against MCTS rollouts per move.
 
-    python docs/pixel_curve.py RUN_DIR [RUN_DIR ...] [--pixels 6] [--out docs/img/pixel-rollouts.png]
+    python docs/pixel_curve.py [RUN_DIR ...] [--pixels 6] [--table docs/pixel_rollouts.csv]
+                               [--append] [--out docs/img/pixel-rollouts.png]
 
-Each RUN_DIR is a `debatelab pixels` run folder of the chosen K; runs with the same agent,
-rollouts and first mover over disjoint image ranges are pooled (weighted by images). One panel
-per first mover; in each, MCTS with precommit (solid) and without (dashed), with binomial
-standard errors over images; greedy and random agents as horizontal lines. Prints the table.
+The points are the rows of the table (the measured rows behind README's tables; run folders
+do not survive from one machine to the next) plus any `debatelab pixels` run folders given:
+runs with the same agent, rollouts and first mover over disjoint image ranges are pooled
+(weighted by images), and a pooled run replaces the table's row of the same setting.
+``--append`` writes those rows into the table. One panel per first mover; in each, MCTS with
+precommit (solid) and without (dashed), with binomial standard errors over images; greedy and
+random agents as horizontal lines. Prints the table.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
+import os
+import tempfile
 from pathlib import Path
 
 import matplotlib
@@ -43,19 +50,63 @@ def pooled(runs: list[Path], pixels: int) -> list[dict]:
     return list(groups.values())
 
 
+COLUMNS = ["pixels", "first", "agent", "rollouts", "n_images", *RATES.values()]
+HEADER_MARK = "#"
+
+
+def key(m: dict) -> tuple:
+    return m["pixels"], m["first"], m["agent"], m["rollouts"]
+
+
+def read_table(path: Path) -> tuple[list[str], list[dict]]:
+    """The table's comment lines and its rows, typed as in a run's metrics.json."""
+    lines = path.read_text().splitlines()
+    comments = [line for line in lines if line.startswith(HEADER_MARK)]
+    rows = []
+    for r in csv.DictReader(line for line in lines if not line.startswith(HEADER_MARK)):
+        m = {"pixels": int(r["pixels"]), "first": r["first"], "agent": r["agent"],
+             "rollouts": int(r["rollouts"]) if r["rollouts"] else None,
+             "n_images": int(r["n_images"])}  # fmt: skip
+        m.update({name: float(r[name]) for name in RATES.values() if r.get(name)})
+        rows.append(m)
+    return comments, rows
+
+
+def write_table(path: Path, comments: list[str], rows: list[dict]) -> None:
+    """Atomically, rows sorted by K, first mover, agent and rollouts."""
+    order = sorted(rows, key=lambda m: (-m["pixels"], m["first"] != "liar", m["agent"] != "mcts",
+                                        m["agent"], m["rollouts"] or 0))  # fmt: skip
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    with os.fdopen(fd, "w", newline="") as f:
+        f.writelines(line + "\n" for line in comments)
+        writer = csv.DictWriter(f, COLUMNS, extrasaction="ignore", lineterminator="\n")
+        writer.writeheader()
+        for m in order:
+            writer.writerow({**m, "rollouts": m["rollouts"] or ""})
+    os.replace(tmp, path)
+
+
 def se(p: float, n: int) -> float:
     return 100 * (p * (1 - p) / n) ** 0.5
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("runs", nargs="+", type=Path)
+    parser.add_argument("runs", nargs="*", type=Path)
     parser.add_argument("--pixels", type=int, default=6)
+    parser.add_argument("--table", type=Path, default=Path(__file__).parent / "pixel_rollouts.csv")
+    parser.add_argument("--append", action="store_true", help="write the runs' rows into --table")
     parser.add_argument(
         "--out", type=Path, default=Path(__file__).parent / "img" / "pixel-rollouts.png"
     )
     args = parser.parse_args()
-    rows = pooled(args.runs, args.pixels)
+    comments, table = read_table(args.table) if args.table.exists() else ([], [])
+    runs = {key(m): m for m in pooled(args.runs, args.pixels)}
+    table = [m for m in table if key(m) not in runs] + list(runs.values())
+    if args.append and runs:
+        write_table(args.table, comments, table)
+        print(f"wrote {len(runs)} row(s) into {args.table}")
+    rows = [m for m in table if m["pixels"] == args.pixels]
     firsts = [f for f in ("liar", "honest") if any(m["first"] == f for m in rows)]
     print("| first | agent | images | precommit (SE) | no precommit (SE) |")
     print("|---|---|---|---|---|")
@@ -66,7 +117,7 @@ def main() -> None:
             for name in RATES.values()
         ]
         print(f"| {m['first']} | {agent} | {m['n_images']} | {' | '.join(cells)} |")
-    fig, axes = plt.subplots(1, len(firsts), figsize=(6.0 * len(firsts), 4.4), sharey=True,
+    fig, axes = plt.subplots(1, len(firsts), figsize=(6.0 * len(firsts), 4.4), sharey=True, sharex=True,
                              squeeze=False)  # fmt: skip
     for ax, first in zip(axes[0], firsts, strict=True):
         mine = [m for m in rows if m["first"] == first]
@@ -87,19 +138,16 @@ def main() -> None:
         for m in (m for m in mine if m["agent"] != "mcts"):
             colour = "tab:green" if m["agent"] == "greedy" else "tab:grey"
             v = 100 * m[RATES["precommit"]]
-            ax.axhline(v, color=colour, ls=":", lw=1.2)
-            ax.text(0.99, v + 0.8, f"{m['agent']}, precommit: {v:.1f}", fontsize=8,
-                    color=colour, ha="right", transform=ax.get_yaxis_transform())  # fmt: skip
+            ax.axhline(v, color=colour, ls=":", lw=1.2, label=f"{m['agent']}, precommit: {v:.1f}")
         if first == "liar":
             published = PUBLISHED.get(args.pixels)
-            ax.axhline(published, color="tab:red", ls="--", lw=1)
-            ax.text(0.01, published + 0.8, f"published (10,000 rollouts, precommit): {published}",
-                    fontsize=8, color="tab:red", transform=ax.get_yaxis_transform())  # fmt: skip
+            ax.axhline(published, color="tab:red", ls="--", lw=1,
+                       label=f"published (10,000 rollouts, precommit): {published}")  # fmt: skip
         n = sorted({m["n_images"] for m in mine})
         ax.set_title(f"{first} reveals first ({'/'.join(map(str, n))} images)", fontsize=10)
         ax.set_xscale("log")
         ax.set_xlabel("MCTS rollouts per move (both players)")
-        ax.legend(fontsize=8, loc="lower left")
+        ax.legend(fontsize=8, loc="best")
     axes[0][0].set_ylabel("honest wins (% of images)")
     fig.suptitle(f"2018 pixel debate, K = {args.pixels}", fontsize=11)
     fig.tight_layout()
