@@ -82,7 +82,8 @@ def write_table(path: Path, comments: list[str], rows: list[dict]) -> None:
         writer = csv.DictWriter(f, COLUMNS, extrasaction="ignore", lineterminator="\n")
         writer.writeheader()
         for m in order:
-            writer.writerow({**m, "rollouts": m["rollouts"] or ""})
+            rates = {name: f"{m[name]:.4f}" for name in RATES.values() if name in m}
+            writer.writerow({**m, **rates, "rollouts": m["rollouts"] or ""})
     os.replace(tmp, path)
 
 
