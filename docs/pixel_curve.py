@@ -17,8 +17,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import matplotlib
@@ -26,8 +24,14 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-PUBLISHED = {6: 88.9, 4: 85.2}
+from debatelab.atomic import atomic_path  # noqa: E402
+from debatelab.experiments.pixels import PUBLISHED  # noqa: E402
+
 RATES = {"precommit": "honest_win_rate_precommit", "no precommit": "honest_win_rate_no_precommit"}
+
+
+def key(m: dict) -> tuple:
+    return m["pixels"], m["first"], m["agent"], m["rollouts"]
 
 
 def pooled(runs: list[Path], pixels: int) -> list[dict]:
@@ -36,9 +40,9 @@ def pooled(runs: list[Path], pixels: int) -> list[dict]:
         m = json.loads((run / "metrics.json").read_text())
         if m["pixels"] != pixels:
             continue
-        key = (m["agent"], m["rollouts"], m["first"])
-        if key in groups:  # pool disjoint image ranges of the same setting
-            g, n = groups[key], groups[key]["n_images"] + m["n_images"]
+        k = key(m)
+        if k in groups:  # pool disjoint image ranges of the same setting
+            g, n = groups[k], groups[k]["n_images"] + m["n_images"]
             for name in RATES.values():
                 if name in g and name in m:
                     g[name] = (g[name] * g["n_images"] + m[name] * m["n_images"]) / n
@@ -46,24 +50,20 @@ def pooled(runs: list[Path], pixels: int) -> list[dict]:
                     g.pop(name, None)
             g["n_images"] = n
             continue
-        groups[key] = dict(m)
+        groups[k] = dict(m)
     return list(groups.values())
 
 
 COLUMNS = ["pixels", "first", "agent", "rollouts", "n_images", *RATES.values()]
-HEADER_MARK = "#"
-
-
-def key(m: dict) -> tuple:
-    return m["pixels"], m["first"], m["agent"], m["rollouts"]
+COMMENT_MARK = "#"
 
 
 def read_table(path: Path) -> tuple[list[str], list[dict]]:
     """The table's comment lines and its rows, typed as in a run's metrics.json."""
     lines = path.read_text().splitlines()
-    comments = [line for line in lines if line.startswith(HEADER_MARK)]
+    comments = [line for line in lines if line.startswith(COMMENT_MARK)]
     rows = []
-    for r in csv.DictReader(line for line in lines if not line.startswith(HEADER_MARK)):
+    for r in csv.DictReader(line for line in lines if not line.startswith(COMMENT_MARK)):
         m = {"pixels": int(r["pixels"]), "first": r["first"], "agent": r["agent"],
              "rollouts": int(r["rollouts"]) if r["rollouts"] else None,
              "n_images": int(r["n_images"])}  # fmt: skip
@@ -76,15 +76,13 @@ def write_table(path: Path, comments: list[str], rows: list[dict]) -> None:
     """Atomically, rows sorted by K, first mover, agent and rollouts."""
     order = sorted(rows, key=lambda m: (-m["pixels"], m["first"] != "liar", m["agent"] != "mcts",
                                         m["agent"], m["rollouts"] or 0))  # fmt: skip
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    with os.fdopen(fd, "w", newline="") as f:
+    with atomic_path(path) as tmp, tmp.open("w", newline="") as f:
         f.writelines(line + "\n" for line in comments)
         writer = csv.DictWriter(f, COLUMNS, extrasaction="ignore", lineterminator="\n")
         writer.writeheader()
         for m in order:
             rates = {name: f"{m[name]:.4f}" for name in RATES.values() if name in m}
             writer.writerow({**m, **rates, "rollouts": m["rollouts"] or ""})
-    os.replace(tmp, path)
 
 
 def se(p: float, n: int) -> float:
@@ -118,8 +116,8 @@ def main() -> None:
             for name in RATES.values()
         ]
         print(f"| {m['first']} | {agent} | {m['n_images']} | {' | '.join(cells)} |")
-    fig, axes = plt.subplots(1, len(firsts), figsize=(6.0 * len(firsts), 4.4), sharey=True, sharex=True,
-                             squeeze=False)  # fmt: skip
+    fig, axes = plt.subplots(1, len(firsts), figsize=(6.0 * len(firsts), 4.4), sharex=True,
+                             sharey=True, squeeze=False)  # fmt: skip
     for ax, first in zip(axes[0], firsts, strict=True):
         mine = [m for m in rows if m["first"] == first]
         mcts = sorted((m for m in mine if m["agent"] == "mcts"), key=lambda m: m["rollouts"])
@@ -141,7 +139,7 @@ def main() -> None:
             v = 100 * m[RATES["precommit"]]
             ax.axhline(v, color=colour, ls=":", lw=1.2, label=f"{m['agent']}, precommit: {v:.1f}")
         if first == "liar":
-            published = PUBLISHED.get(args.pixels)
+            published = PUBLISHED[args.pixels]["debate"]
             ax.axhline(published, color="tab:red", ls="--", lw=1,
                        label=f"published (10,000 rollouts, precommit): {published}")  # fmt: skip
         n = sorted({m["n_images"] for m in mine})
