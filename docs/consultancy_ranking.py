@@ -20,22 +20,24 @@ import numpy as np
 
 from debatelab.data.preprocess import load_variant
 from debatelab.experiments.sweep import capability_ks
+from debatelab.games.solver import solve_capabilities
 from debatelab.paths import cache_dir
 from debatelab.store import open_store
 
 
-def curves(probs: np.ndarray, label: int, ks: np.ndarray) -> np.ndarray:
-    """``(4, len(ks))``: selection and judge accuracy of readings A and B on one image."""
+def reading_a(probs: np.ndarray, labels: np.ndarray, ks: np.ndarray) -> np.ndarray:
+    """``(2, len(ks))`` sums over the images of selection and judge accuracy, from the sweep's
+    own solver (reading A)."""
+    res = solve_capabilities(probs, 36, (4,), [(int(k), 1) for k in ks], "asym", labels)
+    return np.stack([res["claim_correct"].sum(1), res["judge_accuracy"].sum(1)])
+
+
+def reading_b(probs: np.ndarray, label: int, ks: np.ndarray) -> np.ndarray:
+    """``(2, len(ks))``: selection and judge accuracy of reading B on one image."""
     correct = (probs.argmax(1) == label).astype(np.float64)
-    rows = np.arange(len(ks))
-    order = np.argsort(-probs, axis=0, kind="stable")  # reading A: one ranking per class
-    top_means = np.cumsum(np.take_along_axis(probs, order, 0), 0, np.float64)[ks - 1] / ks[:, None]
-    claim_a = top_means.argmax(1)
-    judge_a = (np.cumsum(correct[order], 0)[ks - 1] / ks[:, None])[rows, claim_a]
-    conf = np.argsort(-probs.max(1), kind="stable")  # reading B: one ranking by confidence
-    claim_b = (np.cumsum(probs[conf], 0, np.float64)[ks - 1] / ks[:, None]).argmax(1)
-    judge_b = np.cumsum(correct[conf])[ks - 1] / ks
-    return np.stack([claim_a == label, judge_a, claim_b == label, judge_b])
+    conf = np.argsort(-probs.max(1), kind="stable")  # one ranking by confidence, first index first
+    claim = (np.cumsum(probs[conf], 0, np.float64)[ks - 1] / ks[:, None]).argmax(1)
+    return np.stack([claim == label, np.cumsum(correct[conf])[ks - 1] / ks])
 
 
 def main() -> None:
@@ -52,8 +54,10 @@ def main() -> None:
     ks = capability_ks(58905, 48)
     sums = np.zeros((4, len(ks)))
     for lo, chunk in store.iter_chunks():
-        for j, probs in enumerate(chunk):
-            sums += curves(probs, int(labels[lo + j]), ks)
+        chunk_labels = labels[lo : lo + len(chunk)]
+        sums[:2] += reading_a(chunk, chunk_labels, ks)
+        for probs, label in zip(chunk, chunk_labels, strict=True):
+            sums[2:] += reading_b(probs, int(label), ks)
     acc = 100 * sums / len(labels)
     print("k | A selection, A judge | B selection, B judge")
     for i, k in enumerate(ks):
