@@ -1,13 +1,15 @@
 """Two readings of the quantilised consultant's ranking (README, "Best-capability cells")
 
-The sweep's consultant ranks the masks separately for each class c by the judge's p(c | mask),
-commits the class whose top-k average is highest and shows a mask from that class's top k
-(reading A). The post's wording ("ranks all masks by the judge's confidence on them ... its
-top-k evidence") also admits one claim-agnostic ranking by the judge's confidence
-max_c p(c | mask), with the class committed by its average over that one top k (reading B).
-Both agree at k = 1 up to ties and at k = all. This prints selection and judge accuracy of both
-on the 48-point consultancy grid from a finished all-mask store of test images 0:10000:10
-(`debatelab dump --dataset VARIANT --images 0:10000:10` makes it):
+The per-claim consultant (the sweep's `consultancy`) ranks the masks separately for each class
+c by the judge's p(c | mask), commits the class whose top-k average is highest and shows a mask
+from that class's top k (reading A). The post's wording ("ranks all masks by the judge's
+confidence on them ... its top-k evidence") also admits one claim-agnostic ranking by the
+judge's confidence max_c p(c | mask), with the class committed by its average over that one top
+k (reading B, the sweep's `consultancy_confidence`, ties of the confidence sharing mass).
+Both agree at k = 1 up to ties and at k = all. The sweep solves both (``ranking="claim"`` and
+``ranking="confidence"``); this prints selection and judge accuracy of both on the 48-point
+consultancy grid from a finished all-mask store of test images 0:10000:10 (`debatelab dump
+--dataset VARIANT --images 0:10000:10` makes it):
 
     python docs/consultancy_ranking.py mnist-whitened
 """
@@ -25,19 +27,15 @@ from debatelab.paths import cache_dir
 from debatelab.store import open_store
 
 
-def reading_a(probs: np.ndarray, labels: np.ndarray, ks: np.ndarray) -> np.ndarray:
-    """``(2, len(ks))`` sums over the images of selection and judge accuracy, from the sweep's
-    own solver (reading A)."""
-    res = solve_capabilities(probs, 36, (4,), [(int(k), 1) for k in ks], "asym", labels)
-    return np.stack([res["claim_correct"].sum(1), res["judge_accuracy"].sum(1)])
-
-
-def reading_b(probs: np.ndarray, label: int, ks: np.ndarray) -> np.ndarray:
-    """``(2, len(ks))``: selection and judge accuracy of reading B on one image."""
-    correct = (probs.argmax(1) == label).astype(np.float64)
-    conf = np.argsort(-probs.max(1), kind="stable")  # one ranking by confidence, first index first
-    claim = (np.cumsum(probs[conf], 0, np.float64)[ks - 1] / ks[:, None]).argmax(1)
-    return np.stack([claim == label, np.cumsum(correct[conf])[ks - 1] / ks])
+def both_readings(probs: np.ndarray, labels: np.ndarray, ks: np.ndarray) -> np.ndarray:
+    """``(4, len(ks))`` sums over the images of selection and judge accuracy under reading A
+    and under reading B, both from the sweep's own solver."""
+    caps = [(int(k), 1) for k in ks]
+    rows = []
+    for ranking in ("claim", "confidence"):
+        res = solve_capabilities(probs, 36, (4,), caps, "asym", labels, ranking=ranking)
+        rows += [res["claim_correct"].sum(1), res["judge_accuracy"].sum(1)]
+    return np.stack(rows)
 
 
 def main() -> None:
@@ -54,10 +52,7 @@ def main() -> None:
     ks = capability_ks(58905, 48)
     sums = np.zeros((4, len(ks)))
     for lo, chunk in store.iter_chunks():
-        chunk_labels = labels[lo : lo + len(chunk)]
-        sums[:2] += reading_a(chunk, chunk_labels, ks)
-        for probs, label in zip(chunk, chunk_labels, strict=True):
-            sums[2:] += reading_b(probs, int(label), ks)
+        sums += both_readings(chunk, labels[lo : lo + len(chunk)], ks)
     acc = 100 * sums / len(labels)
     print("k | A selection, A judge | B selection, B judge")
     for i, k in enumerate(ks):

@@ -263,3 +263,92 @@ def test_class_pruning_changes_nothing(rule):
     full = solve_capabilities(probs, 8, (2, 2), caps, rule, labels, prune=False)
     for key in full:
         np.testing.assert_array_equal(pruned[key], full[key])
+
+
+def confidence_brute_force(probs, label, k, rule):
+    """Reading B of the quantilised consultant, mask by mask: rank the masks by the judge's
+    confidence, weight each by its share of ranks 1..k (a tie block shares its ranks' mass),
+    claim the class with the best weighted payoff. Returns (claim, value, judge accuracy)."""
+    n_masks, n_classes = probs.shape
+    k = min(k, n_masks)
+    conf = probs.max(axis=1)
+    weights = np.zeros(n_masks)
+    for m in range(n_masks):
+        above = int((conf > conf[m]).sum())  # the tie block of mask m holds ranks above+1..
+        size = int((conf == conf[m]).sum())
+        weights[m] = max(0, min(k, above + size) - above) / size / k
+    judge = float(weights @ (probs.argmax(axis=1) == label))
+    if rule == "sym":
+        values = [[sum(w * leaf_payoff(p, rule, a, b) for w, p in zip(weights, probs, strict=True))
+                   for b in range(n_classes)] for a in range(n_classes)]  # fmt: skip
+        per_claim = [min(row) for row in values]
+    else:
+        per_claim = [sum(w * leaf_payoff(p, rule, a, None) for w, p in zip(weights, probs, strict=True))
+                     for a in range(n_classes)]  # fmt: skip
+    claim = int(np.argmax(per_claim))
+    return claim, per_claim[claim], judge
+
+
+@pytest.mark.parametrize("rule", ["asym", "sym", "last_b"])
+@pytest.mark.parametrize("quantised", [False, True])
+def test_confidence_ranking_matches_mask_by_mask(rule, quantised):
+    """ranking='confidence' (one claim-agnostic ranking) against the mask-by-mask definition,
+    with and without many tied confidences (probabilities on a 1/8 grid)."""
+    rng = np.random.default_rng(21 + quantised)
+    n_cells, reveal, n_classes = 8, 2, 4
+    probs = random_probs(rng, 5, n_cells, reveal, n_classes)
+    if quantised:
+        probs = np.round(probs * 8) / 8
+    labels = rng.integers(0, n_classes, 5)
+    ks = [1, 2, 3, 5, 9, 27, 28, 100]
+    caps = [(k, 1) for k in ks]
+    out = solve_capabilities(probs, n_cells, (reveal,), caps, rule, labels, ranking="confidence")
+    for ci, k in enumerate(ks):
+        for i in range(5):
+            claim, value, judge = confidence_brute_force(probs[i], labels[i], k, rule)
+            assert out["claim"][ci, i] == claim, (k, i)
+            assert out["value"][ci, i] == pytest.approx(value, abs=1e-9)
+            assert out["judge_accuracy"][ci, i] == pytest.approx(judge, abs=1e-9)
+
+
+def test_confidence_ranking_is_the_core_reducer_with_a_rank_key():
+    """The fast path against the game core's one level reducer given the confidence as its
+    rank key, on float32 probabilities with ties."""
+    from debatelab.games.core import reduce_level
+    from debatelab.games.solver import leaf_columns
+
+    rng = np.random.default_rng(5)
+    probs = (np.round(random_probs(rng, 4, 9, 4, 3) * 16) / 16).astype(np.float32)
+    ks = [1, 4, 17, 126]
+    out = solve_capabilities(probs, 9, (4,), ks, "asym", ranking="confidence")
+    leaf = leaf_columns(probs, "asym").astype(np.float64)  # (n, K, M)
+    core = reduce_level(leaf, [TopK(k) for k in ks], rank_key=probs.max(axis=2)[:, None, :])
+    np.testing.assert_allclose(out["value"], core.values.max(axis=2), atol=1e-6)
+    top2 = np.sort(core.values, axis=2)[..., -2:]
+    clear = top2[..., 1] - top2[..., 0] > 1e-6  # claims tied up to rounding may differ
+    assert clear.mean() > 0.5
+    np.testing.assert_array_equal(out["claim"][clear], core.values.argmax(axis=2)[clear])
+
+
+def test_confidence_and_claim_rankings_agree_at_both_ends():
+    """Without ties, k = 1 is the same mask under both rankings (the most confident one) and
+    k = all is the ensemble; in between they differ."""
+    rng = np.random.default_rng(8)
+    probs = random_probs(rng, 40, 8, 4, 5)
+    labels = rng.integers(0, 5, 40)
+    caps = [1, 70, 10]
+    a = solve_capabilities(probs, 8, (4,), caps, "asym", labels)
+    b = solve_capabilities(probs, 8, (4,), caps, "asym", labels, ranking="confidence")
+    for key in ("claim", "value", "judge_accuracy"):
+        np.testing.assert_allclose(a[key][:2], b[key][:2], atol=1e-12)
+    assert not np.allclose(a["judge_accuracy"][2], b["judge_accuracy"][2])
+
+
+def test_confidence_ranking_refuses_what_it_does_not_define():
+    probs = random_probs(np.random.default_rng(0), 1, 6, 4, 3)
+    with pytest.raises(ValueError, match="one-turn games"):
+        solve_capabilities(probs, 6, (2, 2), [1], ranking="confidence")
+    with pytest.raises(ValueError, match="top-k capabilities"):
+        solve_capabilities(probs, 6, (4,), [BestOfN(3)], ranking="confidence")
+    with pytest.raises(ValueError, match="unknown ranking"):
+        solve_capabilities(probs, 6, (4,), [1], ranking="judge")

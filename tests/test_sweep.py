@@ -46,8 +46,10 @@ def test_capability_ks_are_log_spaced_and_span_the_range():
 
 def test_plan_of_the_published_sweep():
     plan = SweepPlan.build()
-    cons, d2, d4 = plan.protocols
+    cons, cons_confidence, d2, d4 = plan.protocols
     assert cons.ks_a[-1] == 58905 and d2.ks_a[-1] == 630 and d2.ks_b[-1] == 561
+    assert (cons.ranking, cons_confidence.ranking) == ("claim", "confidence")
+    assert np.array_equal(cons.ks_a, cons_confidence.ks_a)
     assert d4.ks_a[-1] == 36 and d4.ks_b[-1] == 35 and d2.diagonal[-1] == 630
     assert (1, 1) in d4.capabilities()
     with pytest.raises(ValueError, match="multiple of 4"):
@@ -62,7 +64,9 @@ def test_sweep_matches_direct_solves_and_resumes(tiny, tmp_path):
     for proto in plan.protocols:
         caps = proto.capabilities()
         i = caps.index((2, 1)) if (2, 1) in caps else 0
-        direct = solve_reveal_game(probs, 9, proto.moves, caps[i], labels=labels)
+        direct = solve_reveal_game(
+            probs, 9, proto.moves, caps[i], labels=labels, ranking=proto.ranking
+        )
         assert res[f"{proto.name}/selection"][i] == pytest.approx(direct["claim_correct"].mean())
         assert res[f"{proto.name}/judge"][i] == pytest.approx(direct["judge_accuracy"].mean())
         assert res[f"{proto.name}/win"][i] == pytest.approx(direct["value"].mean(), rel=1e-6)
@@ -74,6 +78,27 @@ def test_sweep_matches_direct_solves_and_resumes(tiny, tmp_path):
     np.savez(files[0], **saved)
     again = run_sweep(store, labels, plan, chunk_dir=tmp_path / "chunks", progress=False)
     assert np.all(again["consultancy/selection"] >= 8 / 20)
+
+
+def test_a_protocol_added_to_the_plan_is_solved_on_finished_chunks_only(tiny, tmp_path):
+    """Chunks of a plan without the confidence-ranked consultant keep their protocols (a
+    poisoned value survives) and get the new one, the same as a sweep from scratch."""
+    store, labels, _ = tiny
+    full = SweepPlan.build(9, 4, grid_points=2, diagonal_points=3, consultancy_points=4)
+    older = SweepPlan(9, 4, 2, 3, 4, tuple(p for p in full.protocols if p.ranking == "claim"))
+    run_sweep(store, labels, older, chunk_dir=tmp_path / "chunks", progress=False)
+    files = sorted((tmp_path / "chunks").glob("*.npz"))
+    saved = dict(np.load(files[0]))
+    assert "consultancy_confidence/selection" not in saved
+    saved["debate4/selection"] = saved["debate4/selection"] * 0 + 8
+    np.savez(files[0], **saved)
+    grown = run_sweep(store, labels, full, chunk_dir=tmp_path / "chunks", progress=False)
+    fresh = run_sweep(store, labels, full, progress=False)
+    assert np.all(grown["debate4/selection"] >= 8 / 20)
+    for key in ("selection", "judge", "win"):
+        np.testing.assert_allclose(grown[f"consultancy_confidence/{key}"],
+                                   fresh[f"consultancy_confidence/{key}"])  # fmt: skip
+    assert all("consultancy_confidence/selection" in np.load(f) for f in files)
 
 
 def test_zero_capability_is_the_ensemble_for_every_protocol(tiny):
@@ -160,7 +185,7 @@ def test_curves_only_equals_the_whole_sweep_on_its_curves(tiny, tmp_path):
     for key in shared:
         assert curves[key] == pytest.approx(whole[key], abs=1e-12), key
     assert sorted((run.path / "curve_chunks").rglob("chunk_*.npz"))
-    debate2 = SweepPlan.build(9, 4, grid_points=0).protocols[1]
+    debate2 = SweepPlan.build(9, 4, grid_points=0).protocol("debate2")
     assert debate2.capabilities() == [(int(k), int(k)) for k in debate2.diagonal]
     with pytest.raises(ValueError, match="grid_points"):
         SweepPlan.build(9, 4, grid_points=-1)

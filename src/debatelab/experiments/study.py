@@ -153,7 +153,9 @@ def run(config: StudyConfig, folder: RunFolder) -> dict:
         done = sub.file("metrics.json")
         if done.exists():
             before = json.loads(done.read_text())
-            if "curves_n_images" in before:  # older studies took the best capability from the sweep
+            # older studies took the best capability from the sweep, or lack the
+            # confidence-ranked consultant (its chunks are added to the finished ones)
+            if {"curves_n_images", "best_consultancy_confidence_judge_accuracy"} <= set(before):
                 per_variant[variant] = before
                 folder.echo(f"{variant}: finished before, read back")
                 continue

@@ -3,7 +3,10 @@
 Against the frozen sparse judge (its probabilities on every mask, streamed chunk by chunk from
 the all-mask store) the sweep solves, exactly and for every image:
 
-- consultancy ``(4,)`` over k in 1..58,905 (log-spaced);
+- consultancy ``(4,)`` over k in 1..58,905 (log-spaced), twice: the consultant ranking the masks
+  by each claim's own probability (``consultancy``) and by the judge's confidence, one ranking
+  for every claim (``consultancy_confidence``, the post's "ranks all masks by the judge's
+  confidence", README "Consultancy's best judge accuracy");
 - 2-turn debate ``(2, 2)`` on a grid of (k_A, k_B) in 1..630 x 1..561 and on the diagonal;
 - 4-turn debate ``(1, 1, 1, 1)`` on a grid in 1..36 x 1..35 and on the diagonal;
 
@@ -11,14 +14,15 @@ and records selection accuracy (A's claim is the label), judge accuracy (the jud
 the revealed mask is the label, expected over the quantilised play) and win rate (A's game
 value: the judge's expected probability of A's claim). Capabilities count options at a player's
 own move (cell pairs in the 2-turn game), clamped at each node. Per-chunk sums are written to the
-run folder as they finish, so an interrupted sweep resumes where it stopped.
+run folder as they finish, so an interrupted sweep resumes where it stopped; a chunk written by a
+plan with fewer protocols gets only the missing ones solved.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from math import comb
 from pathlib import Path
 
@@ -52,6 +56,8 @@ class Protocol:
     ks_a: np.ndarray
     ks_b: np.ndarray | None = None
     diagonal: np.ndarray | None = None
+    ranking: str = "claim"
+    """How the first player ranks its options (:data:`debatelab.games.solver.RANKINGS`)."""
 
     @property
     def is_debate(self) -> bool:
@@ -77,6 +83,13 @@ class SweepPlan:
     consultancy_points: int = 48
     protocols: tuple[Protocol, ...] = field(default=(), compare=False)
 
+    def protocol(self, name: str) -> Protocol:
+        """The protocol called ``name``."""
+        for proto in self.protocols:
+            if proto.name == name:
+                return proto
+        raise ValueError(f"no protocol {name!r} in this plan: {[p.name for p in self.protocols]}")
+
     @classmethod
     def build(cls, n_cells=36, reveal=4, grid_points=31, diagonal_points=48,
               consultancy_points=48) -> SweepPlan:  # fmt: skip
@@ -93,6 +106,8 @@ class SweepPlan:
 
         protocols = (
             Protocol("consultancy", (reveal,), capability_ks(comb(n_cells, reveal), consultancy_points)),
+            Protocol("consultancy_confidence", (reveal,),
+                     capability_ks(comb(n_cells, reveal), consultancy_points), ranking="confidence"),
             Protocol("debate2", (half, half), grid(pair_a), grid(pair_b),
                      capability_ks(max(pair_a, pair_b), diagonal_points)),
             Protocol("debate4", (quarter,) * 4, grid(cell_a), grid(cell_b),
@@ -106,7 +121,9 @@ def solve_chunk(probs: np.ndarray, labels: np.ndarray, plan: SweepPlan) -> dict[
     out: dict[str, np.ndarray] = {}
     for proto in plan.protocols:
         caps = proto.capabilities()
-        res = solve_capabilities(probs, plan.n_cells, proto.moves, caps, "asym", labels)
+        res = solve_capabilities(
+            probs, plan.n_cells, proto.moves, caps, "asym", labels, ranking=proto.ranking
+        )
         out[f"{proto.name}/selection"] = res["claim_correct"].sum(axis=1, dtype=np.float64)
         out[f"{proto.name}/judge"] = res["judge_accuracy"].sum(axis=1, dtype=np.float64)
         out[f"{proto.name}/win"] = res["value"].sum(axis=1, dtype=np.float64)
@@ -162,17 +179,24 @@ def run_sweep(
     for index, lo in enumerate(range(0, n, size)):
         hi = min(lo + size, n)
         chunk_file = None if chunk_dir is None else Path(chunk_dir) / f"chunk_{lo:06d}_{hi:06d}.npz"
+        todo = plan
         if chunk_file is not None and chunk_file.exists():
             with np.load(chunk_file) as saved:
                 results[index] = {k: saved[k] for k in saved.files}
-            continue
-        tasks.append((str(store.path), lo, hi, labels[lo:hi], plan))
+            missing = tuple(
+                p for p in plan.protocols if f"{p.name}/selection" not in results[index]
+            )
+            if not missing:
+                continue
+            todo = replace(plan, protocols=missing)
+        tasks.append((str(store.path), lo, hi, labels[lo:hi], todo))
         files.append((index, chunk_file))
     if chunk_dir is not None:
         Path(chunk_dir).mkdir(parents=True, exist_ok=True)
     bar = progress_bar(total=len(tasks), enabled=progress, desc="sweep", unit="chunk")
     for i, result in run_pieces(_chunk_task, tasks, where):
         index, chunk_file = files[i]
+        result = {**results.get(index, {}), **result}
         if chunk_file is not None:
             _save_npz(chunk_file, result)
         results[index] = result
@@ -209,9 +233,10 @@ def exact_play_metrics(
     reveal = store.attrs.get("reveal", 4)
     full = SweepPlan.build(n_cells, reveal)
     one = np.array([1])
-    protocols = tuple(
+    protocols = tuple(  # the games' exact values: each claim ranks by its own value
         Protocol(p.name, p.moves, one, one if p.is_debate else None, one if p.is_debate else None)
         for p in full.protocols
+        if p.ranking == "claim"
     )
     plan = SweepPlan(n_cells, reveal, 1, 1, 1, protocols)
     res = run_sweep(store, labels, plan, where=where, progress=progress)

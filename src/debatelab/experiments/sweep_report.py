@@ -48,8 +48,14 @@ def run(config: SweepConfig, folder: RunFolder) -> dict:
     return metrics
 
 
-BEST_KEYS = ("consultancy_selection", "debate2_selection", "debate4_selection",
-             "consultancy_judge", "debate2_judge", "debate4_judge")  # fmt: skip
+#: The best-capability row. Consultancy's cells are the confidence-ranked consultant's (the
+#: post's reading, README "Consultancy's best judge accuracy"); ``best_consultancy_*`` keeps the
+#: per-claim ranking's.
+BEST_KEYS = ("consultancy_confidence_selection", "debate2_selection", "debate4_selection",
+             "consultancy_confidence_judge", "debate2_judge", "debate4_judge")  # fmt: skip
+#: Consultancy's curves: each claim ranking masks by its own probability, and one ranking by the
+#: judge's confidence.
+CONSULTANCIES = ("consultancy", "consultancy_confidence")
 
 
 def protocol_arrays(res: dict[str, np.ndarray], plan: SweepPlan) -> dict[str, np.ndarray]:
@@ -81,13 +87,12 @@ def summary_metrics(res: dict[str, np.ndarray], arrays: dict[str, np.ndarray]) -
     """Exact-play columns, best capability (debate on the diagonal) and zero-capability ends."""
     metrics: dict = {"n_images": int(res["n_images"])}
     metrics.update(exact_columns(res))
-    for proto, prefix in (("consultancy", "consultancy"), ("debate2", "debate2_diag"),
-                          ("debate4", "debate4_diag")):  # fmt: skip
+    pairs = [(name, name) for name in CONSULTANCIES if f"{name}_k" in arrays]
+    for proto, prefix in pairs + [("debate2", "debate2_diag"), ("debate4", "debate4_diag")]:
         for m in ("selection", "judge"):
             curve = arrays[f"{prefix}_{m}"]
             metrics[f"best_{proto}_{m}_accuracy"] = float(curve.max())
-            ks = arrays[f"{prefix}_k"] if proto == "consultancy" else arrays[f"{prefix}_k"]
-            metrics[f"best_{proto}_{m}_k"] = int(ks[int(curve.argmax())])
+            metrics[f"best_{proto}_{m}_k"] = int(arrays[f"{prefix}_k"][int(curve.argmax())])
             metrics[f"zero_capability_{proto}_{m}_accuracy"] = float(curve[-1])
         metrics[f"exact_{proto}_win_rate"] = float(arrays[f"{prefix}_win"][0])
     return metrics
@@ -124,8 +129,8 @@ def protocol_curves(arrays: dict[str, np.ndarray], plan: SweepPlan, metric: str)
     """Consultancy's curve and the debates' diagonals of one metric, as
     :func:`debatelab.report.plots.capability_curves` draws them."""
     n_first = {p.name: _first_options(p, plan) for p in plan.protocols}
-    curves = {"consultancy": (arrays["consultancy_k"], arrays[f"consultancy_{metric}"],
-                              n_first["consultancy"])}  # fmt: skip
+    curves = {name: (arrays[f"{name}_k"], arrays[f"{name}_{metric}"], n_first[name])
+              for name in CONSULTANCIES if f"{name}_k" in arrays}  # fmt: skip
     for name in ("debate2", "debate4"):
         curves[name] = (arrays[f"{name}_diag_k"], arrays[f"{name}_diag_{metric}"], n_first[name])
     return curves
@@ -180,6 +185,11 @@ node; A's claim is the exact argmax over classes of the game value.
 ## Best capability (debate on the diagonal k_A = k_B)
 
 {best_capability_table(variant, metrics)}
+
+Consultancy's cells are the consultant's that ranks the masks once by the judge's confidence (the
+post's reading); ranking them separately for each claim by its probability it reaches
+{100 * metrics["best_consultancy_selection_accuracy"]:.2f} % selection and
+{100 * metrics["best_consultancy_judge_accuracy"]:.2f} % judge accuracy at best.
 
 Zero capability (uniform play, the ensemble): consultancy selection
 {100 * metrics["zero_capability_consultancy_selection_accuracy"]:.2f} %, 2-turn

@@ -129,7 +129,7 @@ class LevelPlay:
 
 
 def reduce_level(child_values, policy, maximize: bool = True, counts=None,
-                 carried=None) -> LevelPlay:  # fmt: skip
+                 carried=None, rank_key=None) -> LevelPlay:  # fmt: skip
     """The one level reducer: a rank policy's play over children ``(..., n_options)``.
 
     ``policy`` is a rank policy object (parse specs with :func:`debatelab.policies.as_policy`
@@ -137,19 +137,33 @@ def reduce_level(child_values, policy, maximize: bool = True, counts=None,
     or tuple of them: then every output gets a leading policy axis and the children are sorted
     once. ``counts`` and ``carried`` broadcast against ``child_values``. Ties share their rank
     block's mass equally (per copy), so nothing depends on the children's order.
+
+    ``rank_key`` (broadcastable against ``child_values``): the player ranks its children by
+    this score instead of by their values, e.g. one claim-agnostic score shared by every claim
+    (the judge's confidence on each mask); ties of the key share mass, and the node value is
+    the expected child value under that play.
     """
     many = isinstance(policy, list | tuple)
     policies = [require_policy(p) for p in (policy if many else [policy])]
-    play = rank_play(child_values, policies, maximize, counts)
-    values = (play.mass * play.values).sum(axis=-1)
-    out_carried = None
-    if carried is not None:  # summed best-first too
-        carried = np.asarray(carried, dtype=np.float64)
-        shape = np.broadcast_shapes(play.order.shape, carried.shape)
-        order = np.broadcast_to(play.order, shape)
-        in_order = np.take_along_axis(np.broadcast_to(carried, shape), order, axis=-1)
-        out_carried = (play.weights * in_order).sum(axis=-1)
+    if rank_key is None:
+        play = rank_play(child_values, policies, maximize, counts)
+        values = (play.mass * play.values).sum(axis=-1)
+    else:
+        child_values = np.asarray(child_values, dtype=np.float64)
+        shape = np.broadcast_shapes(np.shape(rank_key), child_values.shape)
+        play = rank_play(np.broadcast_to(rank_key, shape), policies, maximize, counts)
+        values = _expected(play, child_values)
+    out_carried = None if carried is None else _expected(play, carried)
     return LevelPlay(play, values, out_carried, not many)
+
+
+def _expected(play: RankedPlay, x) -> np.ndarray:
+    """The expectation of ``x`` (per child, original order) under ``play``, summed best-first."""
+    x = np.asarray(x, dtype=np.float64)
+    shape = np.broadcast_shapes(play.order.shape, x.shape)
+    order = np.broadcast_to(play.order, shape)
+    in_order = np.take_along_axis(np.broadcast_to(x, shape), order, axis=-1)
+    return (play.weights * in_order).sum(axis=-1)
 
 
 @dataclass(frozen=True, eq=False)

@@ -288,3 +288,39 @@ def _divide_into(out: np.ndarray, pick, x: np.ndarray, k: int) -> None:
         np.divide(x, k, out=out[pick])
     else:
         out[pick] = x / k
+
+
+def top_k_by_key(key: np.ndarray, channels: np.ndarray, ks: np.ndarray) -> np.ndarray:
+    """Top-k means of ``channels (n, C, m)`` (C quantities of m children) with the children
+    ranked by one shared ``key (n, m)``, best (highest) first, for every k in ``ks``:
+    ``(len(ks), n, C)`` float64.
+
+    The fast path of :func:`.core.reduce_level` with a ``rank_key`` for top-k players (the same
+    numbers, tests/test_solver.py): one stable sort per row, prefix sums of every channel, and a
+    tie block of the key straddling rank k shares the mass of its ranks inside the top k.
+    """
+    ks = np.asarray(ks, dtype=np.int64)
+    n, m = key.shape
+    if np.any((ks < 1) | (ks > m)):
+        raise ValueError(f"top-k needs 1 <= k <= {m}, got {ks.tolist()}")
+    order = np.argsort(-key.astype(np.float64), axis=-1, kind="stable")
+    best = np.take_along_axis(key, order, axis=-1)
+    sums = np.zeros((n, channels.shape[1], m + 1))
+    np.cumsum(np.take_along_axis(channels, order[:, None, :], axis=-1), axis=-1,
+              dtype=np.float64, out=sums[..., 1:])  # fmt: skip
+    # the tie block [start, end) of the key at every sorted position
+    pos = np.arange(m)
+    opens = np.ones((n, m), dtype=bool)
+    opens[:, 1:] = best[:, 1:] != best[:, :-1]
+    start = np.maximum.accumulate(np.where(opens, pos, 0), axis=-1)
+    closes = np.ones((n, m), dtype=bool)
+    closes[:, :-1] = opens[:, 1:]
+    end = np.minimum.accumulate(np.where(closes, pos + 1, m)[:, ::-1], axis=-1)[:, ::-1]
+    rows = np.arange(n)
+    out = np.empty((len(ks), n, channels.shape[1]))
+    for i, k in enumerate(ks):
+        a, b = start[:, k - 1], end[:, k - 1]
+        below = sums[rows, :, a]  # (n, C): everything ranked above the block
+        block = sums[rows, :, b] - below
+        out[i] = (below + ((k - a) / (b - a))[:, None] * block) / k
+    return out

@@ -31,10 +31,14 @@ import numpy as np
 
 from ..policies import BestOfN, Exact, RankPolicy, TopK, Uniform, as_policy
 from .core import Game, reveal_game
-from .ranked import RankedChildren, resolve
+from .ranked import RankedChildren, resolve, top_k_by_key
 from .tables import check_game
 
 RULES = ("asym", "sym", "last_b")
+#: How a player ranks its options: by their value for the claim at stake (``claim``), or, in a
+#: one-turn game (consultancy), by one claim-agnostic score shared by every claim, the judge's
+#: confidence max_c p(c | mask) on the mask (``confidence``).
+RANKINGS = ("claim", "confidence")
 
 #: Rough working-memory budget of one image chunk, in bytes.
 CHUNK_BYTES = 400 * 2**20
@@ -216,6 +220,7 @@ def solve_capabilities(
     labels: np.ndarray | None = None,
     chunk_images: int | None = None,
     prune: bool = True,
+    ranking: str = "claim",
 ) -> dict[str, np.ndarray]:
     """Solve one reveal game at many capabilities ``[(k_A, k_B), ...]`` at once.
 
@@ -227,10 +232,18 @@ def solve_capabilities(
     ``prune`` (asym and last_b, top-k / best-of-n / exact / uniform players) first drops, per
     image, the classes that cannot be A's claim at any capability (see
     :func:`candidate_classes`); results are unchanged, the solve is several times faster.
+
+    ``ranking`` (see :data:`RANKINGS`): ``confidence`` makes a one-turn player (consultancy)
+    rank the masks once by the judge's confidence, the same top k for every claim; A then
+    claims the class with the best average over that top k (:func:`solve_confidence_ranked`).
     """
     probs, moves, labels = _check_inputs(probs, n_cells, moves, rule, labels)
     if len(capabilities) == 0:
         raise ValueError("give at least one capability (k_A, k_B)")
+    if ranking not in RANKINGS:
+        raise ValueError(f"unknown ranking {ranking!r}; use one of {RANKINGS}")
+    if ranking == "confidence":
+        return solve_confidence_ranked(probs, n_cells, moves, capabilities, rule, labels)
     game = reveal_game(n_cells, moves)
     plans = [_level_reducers(game, normalise_capability(k)) for k in capabilities]
     n_classes = probs.shape[2]
@@ -258,6 +271,50 @@ def solve_capabilities(
     return {key: np.concatenate(arrs, axis=1) for key, arrs in parts.items()}
 
 
+def solve_confidence_ranked(probs: np.ndarray, n_cells: int, moves: Sequence[int],
+                            capabilities: Sequence, rule: str = "asym",
+                            labels: np.ndarray | None = None) -> dict[str, np.ndarray]:  # fmt: skip
+    """:func:`solve_capabilities` with ``ranking="confidence"``: a one-turn game whose player
+    ranks the masks by the judge's confidence max_c p(c | mask), one ranking for every claim
+    (ties share mass), and plays uniformly over its top k; A's claim is the exact argmax of the
+    resulting values (the game core's :func:`.core.reduce_level` with a ``rank_key``).
+    Capabilities must be top-k (ints, ``TopK``, ``Exact``, ``Uniform``)."""
+    probs, moves, labels = _check_inputs(probs, n_cells, moves, rule, labels)
+    if len(moves) != 1:
+        raise ValueError(f"ranking='confidence' is defined for one-turn games (consultancy, "
+                         f"moves like (4,)), got moves {moves}; use ranking='claim'")  # fmt: skip
+    n_masks = probs.shape[1]
+    ks = []
+    for cap in capabilities:
+        reducer = resolve(normalise_capability(cap)[0], n_masks)
+        if reducer.k is None:
+            raise ValueError(f"ranking='confidence' takes top-k capabilities (ints, TopK, Exact, "
+                             f"Uniform), got {cap!r}")  # fmt: skip
+        ks.append(reducer.k)
+    n_classes = probs.shape[2]
+    n_columns = n_classes * n_classes if rule == "sym" else n_classes
+    # small chunks: the prefix sums of a few images stay in cache (measured fastest)
+    step = max(1, CHUNK_BYTES // 8 // (8 * (n_columns + 2) * n_masks))
+    parts = defaultdict(list)
+    for lo in range(0, len(probs), step):
+        chunk = probs[lo : lo + step]
+        channels = np.empty((len(chunk), n_columns + (labels is not None), n_masks))
+        channels[:, :n_columns] = leaf_columns(chunk, rule)
+        if labels is not None:  # the judge is right on the mask
+            channels[:, n_columns] = chunk.argmax(axis=2) == labels[lo : lo + step, None]
+        reduced = top_k_by_key(chunk.max(axis=2), channels, np.array(ks))
+        values, auxes = reduced[..., :n_columns], None
+        if labels is not None:
+            auxes = np.broadcast_to(reduced[..., n_columns:], values.shape)
+        claim, value, aux = _claims(values, auxes, rule, n_classes)
+        parts["claim"].append(claim)
+        parts["value"].append(value)
+        if labels is not None:
+            parts["claim_correct"].append(claim == labels[lo : lo + step][None, :])
+            parts["judge_accuracy"].append(aux)
+    return {key: np.concatenate(arrs, axis=1) for key, arrs in parts.items()}
+
+
 def solve_reveal_game(
     probs: np.ndarray,
     n_cells: int,
@@ -266,6 +323,7 @@ def solve_reveal_game(
     rule: str = "asym",
     labels: np.ndarray | None = None,
     chunk_images: int | None = None,
+    ranking: str = "claim",
 ) -> dict[str, np.ndarray]:
     """Solve a reveal game on every image against a frozen judge.
 
@@ -281,11 +339,14 @@ def solve_reveal_game(
         rule: ``asym``, ``sym`` or ``last_b`` (see the module docstring).
         labels: true classes ``(n_images,)``; adds ``claim_correct`` and ``judge_accuracy``.
         chunk_images: images solved at once (default: sized to a few hundred MB).
+        ranking: ``claim`` (each claim's own ranking of the options) or, in one-turn games,
+            ``confidence`` (one ranking of the masks by the judge's confidence; see
+            :data:`RANKINGS`).
 
     Returns:
         per-image arrays ``claim``, ``value`` and, with labels, ``claim_correct`` (bool) and
         ``judge_accuracy`` (float).
     """
     out = solve_capabilities(probs, n_cells, moves, [normalise_capability(k)], rule, labels,
-                             chunk_images)  # fmt: skip
+                             chunk_images, ranking=ranking)  # fmt: skip
     return {key: arr[0] for key, arr in out.items()}

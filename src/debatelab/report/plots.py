@@ -21,9 +21,11 @@ from ..atomic import write_atomic  # noqa: E402
 from ..information import entropy_of_counts  # noqa: E402
 
 LABELS = {"selection": "selection accuracy", "judge": "judge accuracy", "win": "win rate"}
-COLORS = {"consultancy": "tab:orange", "debate2": "tab:blue", "debate4": "tab:purple"}
-NAMES = {"consultancy": "consultancy", "debate2": "debate 2-turn (diagonal)",
-         "debate4": "debate 4-turn (diagonal)"}  # fmt: skip
+COLORS = {"consultancy": "tab:orange", "consultancy_confidence": "tab:red", "debate2": "tab:blue",
+          "debate4": "tab:purple"}  # fmt: skip
+NAMES = {"consultancy": "consultancy (per-claim ranking)",
+         "consultancy_confidence": "consultancy (confidence ranking)",
+         "debate2": "debate 2-turn (diagonal)", "debate4": "debate 4-turn (diagonal)"}  # fmt: skip
 
 
 def save_figure(fig, path: Path) -> Path:
