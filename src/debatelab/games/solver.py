@@ -249,24 +249,35 @@ def solve_capabilities(
     n_classes = probs.shape[2]
     n_columns = n_classes * n_classes if rule == "sym" else n_classes
     step = chunk_images or default_chunk_images(game, n_columns)
-    parts = defaultdict(list)
-    for lo in range(0, len(probs), step):
-        chunk = probs[lo : lo + step]
+
+    def chunk_values(chunk: np.ndarray, chunk_labels):
         leaf = leaf_columns(chunk, rule)
         leaf_aux = None
-        if labels is not None:
-            correct = chunk.argmax(axis=2) == labels[lo : lo + step, None]
+        if chunk_labels is not None:
+            correct = chunk.argmax(axis=2) == chunk_labels[:, None]
             leaf_aux = correct[:, None, :].astype(probs.dtype)
         # the class bounds cost two exact solves: worth it for grids, not for one capability
         if prune and len(plans) > 2 and rule != "sym" and all(map(_monotone, capabilities)):
-            values, auxes = _solve_candidates(leaf, leaf_aux, game, plans)
-        else:
-            values, auxes = _solve_columns(leaf, leaf_aux, game, plans)
-        claim, value, aux = _claims(values, auxes, rule, n_classes)
+            return _solve_candidates(leaf, leaf_aux, game, plans)
+        return _solve_columns(leaf, leaf_aux, game, plans)
+
+    return _solve_in_chunks(probs, labels, rule, step, chunk_values)
+
+
+def _solve_in_chunks(probs: np.ndarray, labels, rule: str, step: int,
+                     chunk_values) -> dict[str, np.ndarray]:  # fmt: skip
+    """Claims and results ``(n_capabilities, n_images)`` of :func:`solve_capabilities`, chunk by
+    chunk of ``step`` images; ``chunk_values(chunk, chunk_labels)`` gives the root values and
+    aux ``(n_capabilities, n_chunk, n_columns)``."""
+    parts = defaultdict(list)
+    for lo in range(0, len(probs), step):
+        chunk_labels = None if labels is None else labels[lo : lo + step]
+        values, auxes = chunk_values(probs[lo : lo + step], chunk_labels)
+        claim, value, aux = _claims(values, auxes, rule, probs.shape[2])
         parts["claim"].append(claim)
         parts["value"].append(value)
         if labels is not None:
-            parts["claim_correct"].append(claim == labels[lo : lo + step][None, :])
+            parts["claim_correct"].append(claim == chunk_labels[None, :])
             parts["judge_accuracy"].append(aux)
     return {key: np.concatenate(arrs, axis=1) for key, arrs in parts.items()}
 
@@ -295,24 +306,19 @@ def solve_confidence_ranked(probs: np.ndarray, n_cells: int, moves: Sequence[int
     n_columns = n_classes * n_classes if rule == "sym" else n_classes
     # small chunks: the prefix sums of a few images stay in cache (measured fastest)
     step = max(1, CHUNK_BYTES // 8 // (8 * (n_columns + 2) * n_masks))
-    parts = defaultdict(list)
-    for lo in range(0, len(probs), step):
-        chunk = probs[lo : lo + step]
-        channels = np.empty((len(chunk), n_columns + (labels is not None), n_masks))
+
+    def chunk_values(chunk: np.ndarray, chunk_labels):
+        channels = np.empty((len(chunk), n_columns + (chunk_labels is not None), n_masks))
         channels[:, :n_columns] = leaf_columns(chunk, rule)
-        if labels is not None:  # the judge is right on the mask
-            channels[:, n_columns] = chunk.argmax(axis=2) == labels[lo : lo + step, None]
+        if chunk_labels is not None:  # the judge is right on the mask
+            channels[:, n_columns] = chunk.argmax(axis=2) == chunk_labels[:, None]
         reduced = top_k_by_key(chunk.max(axis=2), channels, np.array(ks))
-        values, auxes = reduced[..., :n_columns], None
-        if labels is not None:
-            auxes = np.broadcast_to(reduced[..., n_columns:], values.shape)
-        claim, value, aux = _claims(values, auxes, rule, n_classes)
-        parts["claim"].append(claim)
-        parts["value"].append(value)
-        if labels is not None:
-            parts["claim_correct"].append(claim == labels[lo : lo + step][None, :])
-            parts["judge_accuracy"].append(aux)
-    return {key: np.concatenate(arrs, axis=1) for key, arrs in parts.items()}
+        values = reduced[..., :n_columns]
+        if chunk_labels is None:
+            return values, None
+        return values, np.broadcast_to(reduced[..., n_columns:], values.shape)
+
+    return _solve_in_chunks(probs, labels, rule, step, chunk_values)
 
 
 def solve_reveal_game(
