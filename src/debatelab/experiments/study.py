@@ -225,7 +225,9 @@ def write_study_report(folder: RunFolder, config: StudyConfig, per_variant: dict
              paired_table(list(SETUP_COLUMNS), setup_rows), "",
              f"## Best capability, debate read on the diagonal "
              f"({', '.join(f'{n:,}' for n in n_curves)} test images per variant)\n",
-             paired_table(list(BEST_COLUMNS), best_rows), ""]  # fmt: skip
+             paired_table(list(BEST_COLUMNS), best_rows), "",
+             "Consultancy's cells: the consultant ranks the masks once by the judge's confidence "
+             "(the post's reading); the variants' reports give the per-claim ranking's too.\n"]  # fmt: skip
     lo, hi = PUBLISHED_RANGES["consultancy_drop"]
     dlo, dhi = PUBLISHED_RANGES["debate_minus_ensemble"]
     lines += ["## Consultancy's drop and debate's distance to the ensemble (points)\n",

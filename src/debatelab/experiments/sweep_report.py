@@ -165,6 +165,15 @@ def example_records(probs, labels: np.ndarray, claims: np.ndarray, n_cells: int,
     return records
 
 
+def consultancy_note(metrics: dict) -> str:
+    """What the best-capability row's consultancy cells are, and the per-claim ranking's."""
+    sel = 100 * metrics["best_consultancy_selection_accuracy"]
+    judge = 100 * metrics["best_consultancy_judge_accuracy"]
+    return ("Consultancy's cells: the consultant ranks the masks once by the judge's confidence "
+            "(the post's reading). Ranking them separately for each claim by its probability, it "
+            f"reaches {sel:.2f} % selection and {judge:.2f} % judge accuracy at best.")  # fmt: skip
+
+
 def write_report(run: RunFolder, variant: str, metrics: dict, images: str, seed: int,
                  timings: dict[str, float], has_examples: bool) -> Path:  # fmt: skip
     """The run's markdown report with tables and figures."""
@@ -186,10 +195,7 @@ node; A's claim is the exact argmax over classes of the game value.
 
 {best_capability_table(variant, metrics)}
 
-Consultancy's cells are the consultant's that ranks the masks once by the judge's confidence (the
-post's reading); ranking them separately for each claim by its probability it reaches
-{100 * metrics["best_consultancy_selection_accuracy"]:.2f} % selection and
-{100 * metrics["best_consultancy_judge_accuracy"]:.2f} % judge accuracy at best.
+{consultancy_note(metrics)}
 
 Zero capability (uniform play, the ensemble): consultancy selection
 {100 * metrics["zero_capability_consultancy_selection_accuracy"]:.2f} %, 2-turn
