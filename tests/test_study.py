@@ -110,3 +110,20 @@ def test_the_best_capability_row_follows_images_by_default():
     assert curves_images_of(StudyConfig(images="0:6")) == "0:6"
     assert curves_images_of(StudyConfig(images="0:6", curves_images="0:3")) == "0:3"
     assert curves_images_of(StudyConfig()) == "all"
+
+
+def test_a_variant_folder_resumes_with_other_workers_but_not_other_images(tmp_path):
+    """A study stopped with --workers 1 resumes with --workers 2 (results do not depend on it);
+    another sweep range is refused."""
+    from debatelab.experiments.study import VariantSettings
+    from debatelab.report.runs import RunFolder, RunFolderMismatch
+
+    def open_folder(**changes):
+        settings = {"variant": "mnist", "sweep_images": "0:10000:10", **changes}
+        return RunFolder(tmp_path / "mnist", "study", VariantSettings(**settings))
+
+    open_folder(workers=1)
+    (tmp_path / "mnist" / "chunks").mkdir()  # a folder that holds results
+    open_folder(workers=2)
+    with pytest.raises(RunFolderMismatch, match="sweep"):
+        open_folder(workers=2, curves_images="all", sweep_images="0:5")

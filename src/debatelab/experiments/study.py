@@ -69,6 +69,17 @@ class StudyConfig(SweepConfig):
             )
 
 
+@dataclass
+class VariantSettings(SweepConfig):
+    """What one variant's run folder inside a study records and compares on resume: the sweep's
+    settings and the study's two image ranges (workers and cluster may change on resume)."""
+
+    sweep_images: str = "all"
+    """As :attr:`StudyConfig.sweep_images`."""
+    curves_images: str = "images"
+    """As :attr:`StudyConfig.curves_images`."""
+
+
 def curves_images_of(config: StudyConfig) -> str:
     """The images of the best-capability row, with the default 'images' resolved."""
     return config.images if config.curves_images == "images" else config.curves_images
@@ -142,11 +153,8 @@ def run(config: StudyConfig, folder: RunFolder) -> dict:
     per_variant: dict[str, dict] = {}
     for variant in config.variants:
         cfg = variant_config(config, variant)
-        settings = {
-            **asdict(cfg),
-            "sweep_images": config.sweep_images,
-            "curves_images": config.curves_images,
-        }
+        settings = VariantSettings(**asdict(cfg), sweep_images=config.sweep_images,
+                                   curves_images=config.curves_images)  # fmt: skip
         sub = RunFolder(folder.path / variant, "study", settings, seeds={"train": cfg.seed},
                         data_dir=folder.data_dir, cache_dir=folder.cache_dir,
                         progress=folder.progress, echo=folder.echo)  # fmt: skip
