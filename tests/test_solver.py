@@ -320,9 +320,14 @@ def test_confidence_ranking_is_the_core_reducer_with_a_rank_key():
     rng = np.random.default_rng(5)
     probs = (np.round(random_probs(rng, 4, 9, 4, 3) * 16) / 16).astype(np.float32)
     ks = [1, 4, 17, 126]
-    out = solve_capabilities(probs, 9, (4,), ks, "asym", ranking="confidence")
+    labels = rng.integers(0, 3, 4)
+    out = solve_capabilities(probs, 9, (4,), ks, "asym", labels, ranking="confidence")
     leaf = leaf_columns(probs, "asym").astype(np.float64)  # (n, K, M)
-    core = reduce_level(leaf, [TopK(k) for k in ks], rank_key=probs.max(axis=2)[:, None, :])
+    key = probs.max(axis=2)
+    right = probs.argmax(axis=2) == labels[:, None]
+    core = reduce_level(leaf, [TopK(k) for k in ks], rank_key=key[:, None, :])
+    judge = reduce_level(key, [TopK(k) for k in ks], carried=right)  # the same play for all
+    np.testing.assert_allclose(out["judge_accuracy"], judge.carried, atol=1e-9)
     np.testing.assert_allclose(out["value"], core.values.max(axis=2), atol=1e-6)
     top2 = np.sort(core.values, axis=2)[..., -2:]
     clear = top2[..., 1] - top2[..., 0] > 1e-6  # claims tied up to rounding may differ

@@ -115,12 +115,12 @@ def test_the_best_capability_row_follows_images_by_default():
 def test_a_variant_folder_resumes_with_other_workers_but_not_other_images(tmp_path):
     """A study stopped with --workers 1 resumes with --workers 2 (results do not depend on it);
     another sweep range is refused."""
-    from debatelab.experiments.study import VariantSettings
+    from debatelab.experiments.study import StudyConfig, variant_settings
     from debatelab.report.runs import RunFolder, RunFolderMismatch
 
     def open_folder(**changes):
-        settings = {"variant": "mnist", "sweep_images": "0:10000:10", **changes}
-        return RunFolder(tmp_path / "mnist", "study", VariantSettings(**settings))
+        config = StudyConfig(**{"sweep_images": "0:10000:10", **changes})
+        return RunFolder(tmp_path / "mnist", "study", variant_settings(config, "mnist"))
 
     open_folder(workers=1)
     (tmp_path / "mnist" / "chunks").mkdir()  # a folder that holds results

@@ -99,6 +99,12 @@ def test_a_protocol_added_to_the_plan_is_solved_on_finished_chunks_only(tiny, tm
         np.testing.assert_allclose(grown[f"consultancy_confidence/{key}"],
                                    fresh[f"consultancy_confidence/{key}"])  # fmt: skip
     assert all("consultancy_confidence/selection" in np.load(f) for f in files)
+    # a protocol saved at other capabilities (another grid) is solved again, not mixed in
+    saved = dict(np.load(files[1]))
+    saved["consultancy/selection"] = np.zeros(2)
+    np.savez(files[1], **saved)
+    again = run_sweep(store, labels, full, chunk_dir=tmp_path / "chunks", progress=False)
+    np.testing.assert_allclose(again["consultancy/selection"], fresh["consultancy/selection"])
 
 
 def test_zero_capability_is_the_ensemble_for_every_protocol(tiny):

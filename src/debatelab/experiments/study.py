@@ -80,6 +80,13 @@ class VariantSettings(SweepConfig):
     """As :attr:`StudyConfig.curves_images`."""
 
 
+def variant_settings(config: StudyConfig, variant: str) -> VariantSettings:
+    """The settings one variant's run folder records and compares on resume."""
+    kept = asdict(variant_config(config, variant))
+    return VariantSettings(**kept, sweep_images=config.sweep_images,
+                           curves_images=config.curves_images)  # fmt: skip
+
+
 def curves_images_of(config: StudyConfig) -> str:
     """The images of the best-capability row, with the default 'images' resolved."""
     return config.images if config.curves_images == "images" else config.curves_images
@@ -153,8 +160,7 @@ def run(config: StudyConfig, folder: RunFolder) -> dict:
     per_variant: dict[str, dict] = {}
     for variant in config.variants:
         cfg = variant_config(config, variant)
-        settings = VariantSettings(**asdict(cfg), sweep_images=config.sweep_images,
-                                   curves_images=config.curves_images)  # fmt: skip
+        settings = variant_settings(config, variant)
         sub = RunFolder(folder.path / variant, "study", settings, seeds={"train": cfg.seed},
                         data_dir=folder.data_dir, cache_dir=folder.cache_dir,
                         progress=folder.progress, echo=folder.echo)  # fmt: skip
@@ -167,6 +173,9 @@ def run(config: StudyConfig, folder: RunFolder) -> dict:
                 per_variant[variant] = before
                 folder.echo(f"{variant}: finished before, read back")
                 continue
+            if "curves_n_images" in before:
+                folder.echo(f"{variant}: finished before by an older version; running what it "
+                            "lacks (finished chunks are reused)")  # fmt: skip
         metrics = run_variant(cfg, config.sweep_images, curves_images_of(config), sub)
         sub.finish(metrics)
         per_variant[variant] = metrics

@@ -181,11 +181,11 @@ def run_sweep(
         chunk_file = None if chunk_dir is None else Path(chunk_dir) / f"chunk_{lo:06d}_{hi:06d}.npz"
         todo = plan
         if chunk_file is not None and chunk_file.exists():
-            with np.load(chunk_file) as saved:
-                results[index] = {k: saved[k] for k in saved.files}
-            missing = tuple(
-                p for p in plan.protocols if f"{p.name}/selection" not in results[index]
-            )
+            with np.load(chunk_file) as saved:  # the plan's protocols only, of the plan's shape
+                kept = {p.name for p in plan.protocols if _saved_fits(saved, p)}
+                results[index] = {k: saved[k] for k in saved.files
+                                  if k == "n_images" or k.split("/")[0] in kept}  # fmt: skip
+            missing = tuple(p for p in plan.protocols if p.name not in kept)
             if not missing:
                 continue
             todo = replace(plan, protocols=missing)
@@ -203,6 +203,12 @@ def run_sweep(
         bar.update()
     bar.close()
     return combine(results[i] for i in sorted(results))
+
+
+def _saved_fits(saved, proto: Protocol) -> bool:
+    """Whether a chunk file holds ``proto``'s sums at every one of its capabilities."""
+    key = f"{proto.name}/selection"
+    return key in saved.files and saved[key].shape == (len(proto.capabilities()),)
 
 
 def combine(chunks: Iterable[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:

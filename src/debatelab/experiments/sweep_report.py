@@ -87,7 +87,7 @@ def summary_metrics(res: dict[str, np.ndarray], arrays: dict[str, np.ndarray]) -
     """Exact-play columns, best capability (debate on the diagonal) and zero-capability ends."""
     metrics: dict = {"n_images": int(res["n_images"])}
     metrics.update(exact_columns(res))
-    pairs = [(name, name) for name in CONSULTANCIES if f"{name}_k" in arrays]
+    pairs = [(name, name) for name in CONSULTANCIES]
     for proto, prefix in pairs + [("debate2", "debate2_diag"), ("debate4", "debate4_diag")]:
         for m in ("selection", "judge"):
             curve = arrays[f"{prefix}_{m}"]
@@ -126,7 +126,8 @@ def make_figures(run: RunFolder, arrays: dict[str, np.ndarray], plan: SweepPlan,
 
 
 def protocol_curves(arrays: dict[str, np.ndarray], plan: SweepPlan, metric: str) -> dict:
-    """Consultancy's curve and the debates' diagonals of one metric, as
+    """Consultancy's curves (both rankings; older sweeps have one) and the debates' diagonals
+    of one metric, as
     :func:`debatelab.report.plots.capability_curves` draws them."""
     n_first = {p.name: _first_options(p, plan) for p in plan.protocols}
     curves = {name: (arrays[f"{name}_k"], arrays[f"{name}_{metric}"], n_first[name])

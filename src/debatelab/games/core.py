@@ -111,7 +111,8 @@ class LevelPlay:
 
     ``values`` ``(..., n_nodes)``: node values, the weighted sum of the children's values
     (summed best-first with the rank masses, which tie sharing does not change, so a node's
-    value does not depend on its children's order). ``carried`` ``(..., n_nodes)``: the
+    value does not depend on its children's order; with a ``rank_key``, the tie-shared weights
+    times the children's values). ``carried`` ``(..., n_nodes)``: the
     expected carried quantity (None without one). ``weights`` ``(..., n_nodes, n_options)``:
     the player's weights on its children in their original order (a child's weight covers all
     its copies), put back in that order on first use.

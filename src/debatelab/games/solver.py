@@ -242,8 +242,9 @@ def solve_capabilities(
         raise ValueError("give at least one capability (k_A, k_B)")
     if ranking not in RANKINGS:
         raise ValueError(f"unknown ranking {ranking!r}; use one of {RANKINGS}")
-    if ranking == "confidence":
-        return solve_confidence_ranked(probs, n_cells, moves, capabilities, rule, labels)
+    if ranking == "confidence":  # no class bounds to prune with: one sort serves every class
+        return solve_confidence_ranked(probs, n_cells, moves, capabilities, rule, labels,
+                                       chunk_images)  # fmt: skip
     game = reveal_game(n_cells, moves)
     plans = [_level_reducers(game, normalise_capability(k)) for k in capabilities]
     n_classes = probs.shape[2]
@@ -284,7 +285,8 @@ def _solve_in_chunks(probs: np.ndarray, labels, rule: str, step: int,
 
 def solve_confidence_ranked(probs: np.ndarray, n_cells: int, moves: Sequence[int],
                             capabilities: Sequence, rule: str = "asym",
-                            labels: np.ndarray | None = None) -> dict[str, np.ndarray]:  # fmt: skip
+                            labels: np.ndarray | None = None,
+                            chunk_images: int | None = None) -> dict[str, np.ndarray]:  # fmt: skip
     """:func:`solve_capabilities` with ``ranking="confidence"``: a one-turn game whose player
     ranks the masks by the judge's confidence max_c p(c | mask), one ranking for every claim
     (ties share mass), and plays uniformly over its top k; A's claim is the exact argmax of the
@@ -305,7 +307,7 @@ def solve_confidence_ranked(probs: np.ndarray, n_cells: int, moves: Sequence[int
     n_classes = probs.shape[2]
     n_columns = n_classes * n_classes if rule == "sym" else n_classes
     # small chunks: the prefix sums of a few images stay in cache (measured fastest)
-    step = max(1, CHUNK_BYTES // 8 // (8 * (n_columns + 2) * n_masks))
+    step = chunk_images or max(1, CHUNK_BYTES // 8 // (8 * (n_columns + 2) * n_masks))
 
     def chunk_values(chunk: np.ndarray, chunk_labels):
         channels = np.empty((len(chunk), n_columns + (chunk_labels is not None), n_masks))
