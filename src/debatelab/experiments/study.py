@@ -50,9 +50,10 @@ class StudyConfig(SweepConfig):
     """Test images of the setup table and exact play: 'all', 'N', 'start:stop' or
     'start:stop:step'."""
     curves_images: str = "images"
-    """Test images of the best-capability row: consultancy's curve and the debates' diagonals,
-    about 0.45 CPU-s per image on this project's 2-core machine (some 40 minutes per variant on
-    the full test set); 'images' (the default) takes those of --images, or a range as --images.
+    """Test images of the best-capability row: consultancy's curves and the debates' diagonals,
+    about 0.5-0.6 CPU-s per image on this project's 2-core machine (some 45 minutes per variant
+    on the full test set with --workers 2); 'images' (the default) takes those of --images, or a
+    range as --images.
     The same range as --sweep-images reads the row from the sweep at no extra cost."""
     sweep_images: str = "all"
     """Test images of the whole quantiliser sweep (heat maps, the curve figures, example
