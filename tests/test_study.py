@@ -127,3 +127,43 @@ def test_a_variant_folder_resumes_with_other_workers_but_not_other_images(tmp_pa
     open_folder(workers=2)
     with pytest.raises(RunFolderMismatch, match="sweep"):
         open_folder(workers=2, curves_images="all", sweep_images="0:5")
+
+
+def test_the_combined_figure_draws_the_ensemble_of_the_swept_images(tmp_path, monkeypatch):
+    """With the best-capability row on other images than the sweep (--curves-images), the
+    metrics' zero capability is the row's ensemble; each panel's ensemble line must be that of
+    the curves it is drawn beside: the swept images' uniform play (the curve's last point)."""
+    from collections import defaultdict
+
+    import numpy as np
+
+    from debatelab.experiments import study
+    from debatelab.experiments.sweep import SweepPlan
+    from debatelab.report.runs import RunFolder
+
+    config = study.StudyConfig(variants=("mnist",), sweep_images="0:10000:10")
+    plan = SweepPlan.build(config.grid * config.grid, config.reveal)
+    arrays = {}
+    for proto in plan.protocols:
+        prefix = f"{proto.name}_diag" if proto.is_debate else proto.name
+        arrays[f"{prefix}_k"] = np.asarray(proto.ks_a)
+        for m in ("selection", "judge", "win"):  # uniform play (k = all) is the last point
+            arrays[f"{prefix}_{m}"] = np.linspace(0.9, 0.8, len(proto.ks_a))
+    folder = RunFolder(tmp_path / "study", "study", config)
+    (folder.path / "mnist").mkdir()
+    np.savez(folder.path / "mnist" / "sweep_arrays.npz", **arrays)
+    metrics = defaultdict(
+        lambda: 0.5,
+        zero_capability_consultancy_selection_accuracy=0.93,
+        n_images=10_000,
+        curves_n_images=10_000,
+        wall_time_s=60.0,
+    )
+    drawn = {}
+
+    def capture(panels, metric, path, refs=None, per_row=3):
+        drawn[metric] = refs
+
+    monkeypatch.setattr(study, "curve_panels", capture)
+    study.write_study_report(folder, config, {"mnist": metrics})
+    assert drawn["selection"] == {"mnist": {"ensemble": pytest.approx(0.8)}}

@@ -219,9 +219,9 @@ def write_study_report(folder: RunFolder, config: StudyConfig, per_variant: dict
             with np.load(folder.path / variant / "sweep_arrays.npz") as saved:
                 arrays = {k: saved[k] for k in saved.files}
             panels[variant] = protocol_curves(arrays, plan, metric)
-            if metric == "selection":  # the sweep's own zero capability: the ensemble
-                zero = per_variant[variant]["zero_capability_consultancy_selection_accuracy"]
-                refs[variant] = {"ensemble": zero}
+            if metric == "selection":  # the ensemble of the swept images (uniform play), not
+                # the metrics' zero capability, which may be on other images (--curves-images)
+                refs[variant] = {"ensemble": float(arrays["consultancy_selection"][-1])}
         # two per row: each dataset raw on the left, per-class whitened on the right
         curve_panels(panels, metric, folder.file(f"curves_{metric}.png"), refs, per_row=2)
     setup_rows, best_rows = [], []
