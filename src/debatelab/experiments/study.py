@@ -51,8 +51,8 @@ class StudyConfig(SweepConfig):
     'start:stop:step'."""
     curves_images: str = "images"
     """Test images of the best-capability row: consultancy's curves and the debates' diagonals,
-    about 0.5-0.6 CPU-s per image on this project's 2-core machine (some 45 minutes per variant
-    on the full test set with --workers 2); 'images' (the default) takes those of --images, or a
+    about 0.3-0.6 CPU-s per image on this project's 2-core machine (25-46 minutes per grey
+    variant on the full test set with --workers 2); 'images' (the default) takes those of --images, or a
     range as --images.
     The same range as --sweep-images reads the row from the sweep at no extra cost."""
     sweep_images: str = "all"
