@@ -52,8 +52,8 @@ class StudyConfig(SweepConfig):
     curves_images: str = "images"
     """Test images of the best-capability row: consultancy's curves and the debates' diagonals,
     about 0.3-0.6 CPU-s per image on this project's 2-core machine (25-46 minutes per grey
-    variant on the full test set with --workers 2); 'images' (the default) takes those of --images, or a
-    range as --images.
+    variant on the full test set with --workers 2); 'images' (the default) takes those of
+    --images, or a range as --images.
     The same range as --sweep-images reads the row from the sweep at no extra cost."""
     sweep_images: str = "all"
     """Test images of the whole quantiliser sweep (heat maps, the curve figures, example
