@@ -69,9 +69,10 @@ class ClaimJudge(Judge, Protocol):
 
     def claim_scores(self, values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor: ...
 
-    def universe_scores(self, values: torch.Tensor, universe) -> torch.Tensor:
+    def universe_scores(self, values: torch.Tensor, universe, index=None) -> torch.Tensor:
         """``claim_scores`` of every play of a :class:`debatelab.geometry.LabelledMasks`
-        universe on each image, ``(B, len(universe), ...)`` (the exact search's leaves)."""
+        universe on each image, ``(B, len(universe), ...)`` (the exact search's leaves), or of
+        the plays ``index`` ``(B, L)`` only, ``(B, L, ...)`` (a sampled tree's leaves)."""
         ...
 
 

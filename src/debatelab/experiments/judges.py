@@ -20,6 +20,7 @@ import numpy as np
 from ..data import VARIANTS, load_variant
 from ..games.sampled_play import SEARCHES, evaluate_trained_judge
 from ..judges.onpolicy import DESIGNS, OnPolicyConfig, load_published_judge, parse_published_name
+from ..progress import progress as progress_bar
 from ..reference import TRAINED_JUDGES, TRAINED_SWEEP
 from ..report.runs import RunFolder
 from ..store import parse_images
@@ -340,6 +341,37 @@ def load_any_judge(path: str):
     return judge, name.design, name.dataset, name.protocol, name.rule, name.control
 
 
+def evaluate_checkpoint(config: EvalJudgeConfig, data_dir=None, progress: bool = False) -> dict:
+    """The metrics of :func:`evaluate_trained_judge` for ``config``'s checkpoint, with its design,
+    variant, protocol, rule and control, and the published final numbers (``published_*``)
+    when it is a published judge."""
+    device = resolve_device(config.device)
+    judge, design, variant, protocol, rule, control = load_any_judge(config.judge_file)
+    variant = config.variant or variant
+    judge.model.to(device)
+    data = load_variant(variant, data_dir)
+    sl = parse_images(config.images, len(data.x_test))
+    # an argument-channel arm is evaluated on its own cell tree (its branching), not --budget
+    branching = getattr(getattr(judge, "trained_config", None), "branching", None)
+    m = evaluate_trained_judge(judge, data.x_test[sl].to(device), data.y_test[sl],
+                               protocol=protocol, rule=rule, control=control,
+                               budget=config.budget, seed=config.seed, batch=config.batch,
+                               progress=progress, capability=config.capability,
+                               search=config.search, branching=branching)  # fmt: skip
+    pub = TRAINED_JUDGES.get((design, variant), {}).get((protocol, rule, control), {})
+    return {**m, "design": design, "variant": variant, "protocol": protocol, "rule": rule,
+            "control": control, **{f"published_{k}": v for k, v in pub.items()}}  # fmt: skip
+
+
+def _ours_and_published(m: dict) -> tuple[dict, dict]:
+    """Percent metrics of an evaluation and the published ones, keyed judge / selection /
+    belief."""
+    ours = {"judge": m.get("judge_accuracy"), "selection": m["selection_accuracy"],
+            "belief": m.get("belief")}  # fmt: skip
+    ours = {k: 100 * v for k, v in ours.items() if v is not None}
+    return ours, {k: m[f"published_{k}"] for k in METRICS if f"published_{k}" in m}
+
+
 def run_eval(config: EvalJudgeConfig, folder: RunFolder) -> dict:
     """Evaluate a trained judge: selection accuracy, judge accuracy and belief on test images,
     with fresh sampled candidate trees and the exact search (eval mode), beside the published
@@ -348,26 +380,166 @@ def run_eval(config: EvalJudgeConfig, folder: RunFolder) -> dict:
     The judge's design, protocol, rule and control come from the checkpoint (for published
     files, from their names).
     """
-    device = resolve_device(config.device)
-    judge, design, variant, protocol, rule, control = load_any_judge(config.judge_file)
-    variant = config.variant or variant
-    judge.model.to(device)
-    data = load_variant(variant, folder.data_dir)
-    sl = parse_images(config.images, len(data.x_test))
     folder.seeds["search"] = config.seed
-    # an argument-channel arm is evaluated on its own cell tree (its branching), not --budget
-    branching = getattr(getattr(judge, "trained_config", None), "branching", None)
-    m = evaluate_trained_judge(judge, data.x_test[sl].to(device), data.y_test[sl],
-                               protocol=protocol, rule=rule, control=control,
-                               budget=config.budget, seed=config.seed, batch=config.batch,
-                               progress=folder.progress, capability=config.capability,
-                               search=config.search, branching=branching)  # fmt: skip
-    pub = TRAINED_JUDGES.get((design, variant), {}).get((protocol, rule, control), {})
-    ours = {"judge": m.get("judge_accuracy"), "selection": m["selection_accuracy"],
-            "belief": m.get("belief")}  # fmt: skip
-    ours = {k: v for k, v in ours.items() if v is not None}
-    cfg = getattr(judge, "trained_config", None) or OnPolicyConfig(
-        design=design, variant=variant, protocol=protocol, rule=rule, control=control)  # fmt: skip
-    folder.echo(judge_table([(cfg, ours, pub)]))
-    return {**m, "design": design, "variant": variant, "protocol": protocol, "rule": rule,
-            "control": control, **{f"published_{k}": v for k, v in pub.items()}}  # fmt: skip
+    m = evaluate_checkpoint(config, folder.data_dir, folder.progress)
+    ours, pub = _ours_and_published(m)
+    cfg = OnPolicyConfig(design=m["design"], variant=m["variant"], protocol=m["protocol"],
+                         rule=m["rule"], control=m["control"])  # fmt: skip
+    folder.echo(judge_table([(cfg, {k: v / 100 for k, v in ours.items()}, pub)]))
+    return m
+
+
+# ---------------------------------------------------------------------------------------------
+# every published judge
+
+
+@dataclass
+class EvalPublishedConfig:
+    """Settings of the evaluation of every published trained judge (52 in the study's copy)."""
+
+    published: str = str(PUBLISHED_ROOT)
+    """The folder of published judges: one subfolder of .pt files per design and dataset."""
+    folders: str = "all"
+    """Which subfolders, comma separated (e.g. trained_judges_D1_mnist), or 'all'."""
+    images: str = "all"
+    """Test images of each judge's dataset: 'all', 'N', 'a:b' or 'a:b:step'."""
+    budget: int = 1296
+    """Judge evaluations per image (the sampled tree's leaves)."""
+    seed: int = 0
+    """Seed of the candidate draws (the same for every judge)."""
+    batch: int = 32
+    """Images per search batch."""
+    search: str = field(default="sampled", metadata={"choices": SEARCHES})
+    """sampled (published) or exact (every candidate)."""
+    workers: int = field(default=1, compare=False)
+    """Judges evaluated at once, each in its own process (results do not depend on it)."""
+    device: str = field(
+        default="auto", compare=False, metadata={"choices": ("auto", "cpu", "cuda")}
+    )
+    """Where to evaluate."""
+
+    def judge_files(self) -> list[Path]:
+        root = Path(self.published)
+        if not root.is_dir():
+            raise ValueError(f"--published {root}: no such folder; give the folder of published "
+                             "judges (../shared/published-judges)")  # fmt: skip
+        subs = sorted(p for p in root.iterdir() if p.is_dir() and any(p.glob("*.pt")))
+        if self.folders != "all":
+            wanted = [w.strip() for w in self.folders.split(",") if w.strip()]
+            unknown = sorted(set(wanted) - {p.name for p in subs})
+            if unknown:
+                raise ValueError(f"--folders: no judges in {', '.join(unknown)} under {root}; "
+                                 f"choose among {', '.join(p.name for p in subs)}")  # fmt: skip
+            subs = [p for p in subs if p.name in wanted]
+        files = [f for sub in subs for f in sorted(sub.glob("*.pt"))]
+        if not files:
+            raise ValueError(f"no published judges (*.pt) under {root}")
+        for f in files:
+            parse_published_name(f)  # a file named otherwise fails here, before any work
+        return files
+
+
+def _eval_piece(piece):
+    """One published judge evaluated where it runs; returns its metrics to the driver."""
+    import torch
+
+    path, settings, data_dir, device, threads = piece
+    torch.set_num_threads(threads)
+    return evaluate_checkpoint(EvalJudgeConfig(judge_file=str(path), device=device, **settings),
+                               data_dir)  # fmt: skip
+
+
+def run_eval_published(config: EvalPublishedConfig, folder: RunFolder) -> dict:
+    """Evaluate every published trained judge (../shared/published-judges) with this project's
+    search, encodings and rules, beside the published final numbers.
+
+    Each judge is one piece, stored in the run folder as it finishes (keyed by the settings),
+    so an interrupted run resumes at the next unfinished judge: rerun the same command. Writes
+    report.md (per folder: ours and published, and the differences) and judges.json.
+    """
+    import os
+    import time
+
+    from ..atomic import write_json
+    from ..cluster import run_pieces
+    from ..resume import KeyedPieces
+
+    files = config.judge_files()
+    device = resolve_device(config.device)
+    settings = {k: getattr(config, k) for k in ("images", "budget", "seed", "batch", "search")}
+    folder.seeds["search"] = config.seed
+    pieces_dir = KeyedPieces(folder.path / "judges", settings)
+    done = {}
+    for f in files:
+        p = pieces_dir.path(f"{f.parent.name}--{f.stem}.json")
+        if p.exists():
+            done[f] = json.loads(p.read_text())
+    todo = [f for f in files if f not in done]
+    folder.echo(f"{len(files)} judges: {len(done)} finished before, {len(todo)} to evaluate")
+    threads = max(1, (os.cpu_count() or 1) // max(1, config.workers))
+    pieces = [(f, settings, folder.data_dir, device, threads) for f in todo]
+    started = time.time()
+    bar = progress_bar(total=len(files), initial=len(done), enabled=folder.progress,
+                       desc="published judges", unit="judge")  # fmt: skip
+    for i, m in run_pieces(_eval_piece, pieces, config.workers):
+        f = todo[i]
+        m["wall_seconds"] = round(time.time() - started, 1)
+        write_json(pieces_dir.path(f"{f.parent.name}--{f.stem}.json"), m)
+        done[f] = m
+        bar.update(1)
+        ours, _ = _ours_and_published(m)
+        folder.echo(f"{f.parent.name}/{f.name}: " + ", ".join(f"{k} {v:.2f}"
+                                                              for k, v in ours.items()))  # fmt: skip
+    bar.close()
+    results = {f"{f.parent.name}/{f.name}": done[f] for f in files}
+    write_json(folder.file("judges.json"), results)
+    report, summary = published_report(results)
+    folder.file("report.md").write_text(
+        "# debatelab judges eval-published\n\n"
+        f"Images {config.images} of each judge's test set, search {config.search}, budget "
+        f"{config.budget}, seed {config.seed}. Percent; published: REFERENCE B.\n\n{report}\n"
+    )
+    folder.echo(report)
+    return summary
+
+
+def published_report(results: dict[str, dict]) -> tuple[str, dict]:
+    """Markdown tables (one per published folder) of ours beside the published final numbers
+    with the differences, and a summary: per metric the largest absolute difference and how
+    many judges lie within tolerance: the published re-evaluation noise (up to 1.1 points,
+    TRAINED-JUDGES.md §6.10) plus three binomial standard errors of our own estimate."""
+    noise = 1.1
+    by_folder: dict[str, list] = {}
+    diffs: dict[str, list[tuple[float, float]]] = {k: [] for k in METRICS}  # (ours - pub, tol)
+    for name, m in results.items():
+        cfg = OnPolicyConfig(design=m["design"], variant=m["variant"], protocol=m["protocol"],
+                             rule=m["rule"], control=m["control"])  # fmt: skip
+        ours, pub = _ours_and_published(m)
+        delta = {k: ours[k] - pub[k] for k in METRICS if k in ours and k in pub}
+        for k, d in delta.items():
+            p = min(max(pub[k] / 100, 0.0), 1.0)
+            diffs[k].append((d, noise + 300 * (p * (1 - p) / m["n_images"]) ** 0.5))
+        by_folder.setdefault(name.split("/")[0], []).append((cfg.name, ours, pub, delta))
+
+    def cells(m, fmt="{:.2f}"):
+        return " / ".join(fmt.format(m[k]) if k in m else "-" for k in METRICS)
+
+    parts = []
+    for sub, rows in by_folder.items():
+        lines = [f"**{sub}**", "",
+                 "| judge | ours: judge / selection / belief | published | ours - published |",
+                 "|---|---|---|---|"]  # fmt: skip
+        lines += [f"| {n} | {cells(o)} | {cells(p) if p else 'n/a'} | {cells(d, '{:+.2f}')} |"
+                  for n, o, p, d in rows]  # fmt: skip
+        parts.append("\n".join(lines))
+    summary = {"n_judges": len(results)}
+    for k, d in diffs.items():
+        if d:
+            summary[f"{k}_max_abs_difference"] = round(max(abs(x) for x, _ in d), 2)
+            summary[f"{k}_within_tolerance"] = sum(abs(x) <= tol for x, tol in d)
+            summary[f"{k}_compared"] = len(d)
+    lines = [f"- {k}: {summary[k + '_within_tolerance']} of {summary[k + '_compared']} within "
+             f"{noise} points + 3 standard errors of the published number; largest difference "
+             f"{summary[k + '_max_abs_difference']:.2f}" for k in METRICS
+             if k + "_compared" in summary]  # fmt: skip
+    return "\n\n".join(parts) + "\n\n" + "\n".join(lines), summary

@@ -40,6 +40,7 @@ from .sampled import (
 )
 
 SEARCHES = ("sampled", "exact")
+SCORERS = ("batched", "factorised")
 PROTOCOL_OF_MOVES = {moves: name for name, moves in PROTOCOL_MOVES.items()}
 
 
@@ -104,16 +105,31 @@ def _shared_index(moves: tuple[int, ...], family: str, n_cells: int) -> torch.Te
     return torch.from_numpy(index)
 
 
+def default_scorer(device: torch.device | str) -> str:
+    """The faster way to score a sampled tree's leaves where it was measured: the factorised
+    trunk on CPU (benchmarks/bench_onpolicy.py), the batched forward elsewhere."""
+    return "factorised" if torch.device(device).type == "cpu" else "batched"
+
+
 def tree_scores(judge: ClaimJudge, images: torch.Tensor, tree: CandidateTree,
                 groups: torch.Tensor, search: str = "sampled",
-                autocast: bool = False) -> torch.Tensor:  # fmt: skip
+                autocast: bool = False, scorer: str = "batched") -> torch.Tensor:  # fmt: skip
     """The judge's claim scores of every leaf ``(B, L, ...)`` (no grad, in the judge's current
-    train/eval mode). ``sampled``: one batched forward on each leaf's masked image. ``exact``:
-    the judge's scores on its family's whole universe (the factorised trunk), gathered at each
-    leaf's index; equal to the batched forward up to float rounding."""
+    train/eval mode). ``sampled``: with ``scorer="batched"`` one batched forward on each leaf's
+    masked image (``autocast``: in float16); with ``"factorised"`` the factorised trunk on just
+    the tree's leaves (fp32). ``exact``: the judge's scores on its family's whole universe (the
+    factorised trunk), gathered at each leaf's index. All equal up to float rounding."""
     if search not in SEARCHES:
         raise ValueError(f"unknown search {search!r}; available: {', '.join(SEARCHES)}")
+    if scorer not in SCORERS:
+        raise ValueError(f"unknown scorer {scorer!r}; available: {', '.join(SCORERS)}")
     b, n_leaves = tree.paths.shape[:2]
+    if search == "sampled" and scorer == "factorised":
+        universe = family_universe(judge.family, judge.n_cells)
+        index = universe.rank(tree.paths.cpu().numpy(), groups.cpu().numpy())
+        with torch.no_grad():
+            return judge.universe_scores(images, universe, torch.from_numpy(index).to(
+                images.device)).float()  # fmt: skip
     if search == "exact":
         universe = family_universe(judge.family, judge.n_cells)
         if judge.family == "control":
@@ -137,7 +153,7 @@ def tree_scores(judge: ClaimJudge, images: torch.Tensor, tree: CandidateTree,
 def play(judge: ClaimJudge, images: torch.Tensor, protocol: str, rule: str, control: bool,
          generator: torch.Generator, budget: int = 1296, autocast: bool = False,
          capability: int | None = None, search: str = "sampled",
-         branching: tuple[int, ...] | None = None) -> Play:  # fmt: skip
+         branching: tuple[int, ...] | None = None, scorer: str = "batched") -> Play:  # fmt: skip
     """Build the tree, score (no grad, in the judge's current train/eval mode), solve and
     realise.
 
@@ -151,7 +167,8 @@ def play(judge: ClaimJudge, images: torch.Tensor, protocol: str, rule: str, cont
     factorised trunk, image by image). ``capability`` k makes both debaters top-k
     quantilisers at every turn (the rank policies of the frozen sweep; the play is drawn from
     their weights); None (the published anchor) is exact play with ties to the first index.
-    An unknown ``search`` is refused by :func:`tree_scores`."""
+    ``scorer`` scores a sampled tree's leaves (:func:`tree_scores`). An unknown ``search`` or
+    ``scorer`` is refused by :func:`tree_scores`."""
     b, n_cells = len(images), judge.n_cells
     bits = getattr(judge, "n_bits", 0)
     if search == "exact" and bits:
@@ -167,7 +184,7 @@ def play(judge: ClaimJudge, images: torch.Tensor, protocol: str, rule: str, cont
     else:
         tree = sample_tree(protocol, b, generator, n_cells, budget, generator.device, branching)
     groups = slot_groups(tree, control, generator)  # drawn where the generator lives
-    scores = tree_scores(judge, images, tree, groups, search, autocast)  # (B, L, [G,] ...)
+    scores = tree_scores(judge, images, tree, groups, search, autocast, scorer)  # (B, L, [G,] ...)
     leaves = rule_leaves(scores, rule, judge.conditioned, protocol == "consultancy")
     moves = tree.branching
     if bits:
@@ -217,10 +234,14 @@ def _checked_labels(judge, images, labels, protocol, rule, control, search, batc
 def realised_plays(judge: ClaimJudge, images: torch.Tensor, labels, *, protocol: str, rule: str,
                    control: bool = False, search: str = "sampled", budget: int = 1296,
                    seed: int = 0, batch: int = 32, progress: bool = False,
-                   capability: int | None = None, branching: tuple[int, ...] | None = None):  # fmt: skip
+                   capability: int | None = None, branching: tuple[int, ...] | None = None,
+                   scorer: str | None = None):  # fmt: skip
     """Per batch of ``batch`` images (judge in eval mode, a fresh sampled tree per batch): the
     images, labels, realised :class:`Play` and the judge's fp32 logits on it, as
-    ``(x, y, play, logits)``. The evaluation and the channel diagnostics read these."""
+    ``(x, y, play, logits)``. The evaluation and the channel diagnostics read these.
+    ``scorer``: how the sampled leaves are scored (default: :func:`default_scorer` of the
+    images' device)."""
+    scorer = scorer or default_scorer(images.device)
     labels = _checked_labels(judge, images, labels, protocol, rule, control, search, batch,
                              capability)  # fmt: skip
     generator = torch.Generator(device=images.device).manual_seed(seed)
@@ -229,7 +250,7 @@ def realised_plays(judge: ClaimJudge, images: torch.Tensor, labels, *, protocol:
     for i in range(0, len(images), batch):
         x, y = images[i : i + batch], labels[i : i + batch].to(images.device)
         p = play(judge, x, protocol, rule, control, generator, budget, capability=capability,
-                 search=search, branching=branching)  # fmt: skip
+                 search=search, branching=branching, scorer=scorer)  # fmt: skip
         with torch.no_grad():
             logits = judge.logits(x, p.codes, p.queries, p.codeword).float()
         yield x, y, p, logits
@@ -242,18 +263,20 @@ def evaluate_trained_judge(judge: ClaimJudge, images: torch.Tensor, labels, *,
                            search: str = "sampled", budget: int = 1296, seed: int = 0,
                            batch: int = 32, progress: bool = False,
                            capability: int | None = None,
-                           branching: tuple[int, ...] | None = None) -> dict[str, float]:  # fmt: skip
+                           branching: tuple[int, ...] | None = None,
+                           scorer: str | None = None) -> dict[str, float]:  # fmt: skip
     """Selection accuracy, judge accuracy and belief (fractions) of a trained judge on
     ``images`` ``(N, C, S, S)`` (preprocessed) with ``labels`` ``(N,)``: per batch of ``batch``
     images, a fresh sampled tree, the exact search in eval mode, then one fp32 forward on the
-    realised play (``capability``: top-k quantilised debaters, see :func:`play`). D1 has no
+    realised play (``capability``: top-k quantilised debaters, see :func:`play`; ``scorer``:
+    see :func:`realised_plays`). D1 has no
     belief (it never reads a claim; its consultancy claim is the
     class at the chosen mask); D2 has no judge accuracy (one logit: belief only)."""
     sums = {"selection": 0.0, "judge": 0.0, "belief": 0.0}
     for _, y, p, logits in realised_plays(
         judge, images, labels, protocol=protocol, rule=rule, control=control, search=search,
         budget=budget, seed=seed, batch=batch, progress=progress, capability=capability,
-        branching=branching,
+        branching=branching, scorer=scorer,
     ):  # fmt: skip
         sums["selection"] += (p.claim == y).sum().item()
         if judge.design == "D2":

@@ -163,13 +163,43 @@ def _check(model: torch.nn.Module, images: torch.Tensor, grid: int, reveal: int)
     return geo
 
 
+def _stage3_table(
+    model: torch.nn.Module,
+    linear: torch.nn.Linear,
+    contrib: torch.Tensor,
+    t: _Tables,
+    need: torch.Tensor | None,
+) -> torch.Tensor:
+    """Stage 3 of one image: the projected rows ``(n, H)`` of every stage-3 subset (``need``
+    None) or of the sorted stage-3 rows ``need`` only, the first linear layer's bias in the
+    rows of final position 0 (every input takes exactly one of those)."""
+    c2, fs = model.conv2.out_channels, t.final_size
+    w1 = linear.weight.view(-1, c2, fs * fs)  # (H, c2, F*F)
+    starts = torch.tensor(t.sub2_start, device=contrib.device)
+    bounds = starts if need is None else torch.searchsorted(need, starts)
+    table = torch.empty(int(bounds[-1]), w1.shape[0], device=contrib.device, dtype=contrib.dtype)
+    taps = t.tap_index.to(contrib.device)
+    if need is not None:
+        taps = taps.view(-1, 4, 9)[need].view(-1, 9)
+    bounds = bounds.tolist()
+    for f in range(fs * fs):
+        # conv2 at the four positions under f, max-pool, ReLU (ReLU and the shared bias commute
+        # with the max), then the projection through the first linear layer's slice for f
+        lo, hi = bounds[f], bounds[f + 1]
+        pre = F.embedding_bag(taps[4 * lo : 4 * hi], contrib, mode="sum").view(-1, 4, c2)
+        feat = torch.relu_(pre.amax(dim=1) + model.conv2.bias)
+        torch.mm(feat, w1[:, :, f].T, out=table[lo:hi])
+    table[: bounds[1]] += linear.bias
+    return table
+
+
 @torch.no_grad()
 def _fast_batch(model: torch.nn.Module, linear: torch.nn.Linear, x: torch.Tensor, t: _Tables,
-                tail, mask_chunk: int) -> torch.Tensor:  # fmt: skip
+                tail, mask_chunk: int, index: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
     dev = x.device
     b, channels = x.shape[:2]
     c1, c2 = model.conv1.out_channels, model.conv2.out_channels
-    p1, fs = t.pool_size, t.final_size
+    p1 = t.pool_size
     # Stage 1: pool-1 features of every stage-1 row, (B, n_sub1, c1); group g of the input
     # shows the window's pixels of the cells labelled g + 1 (channel g * C + c).
     windows = F.unfold(F.pad(x, (1, 1, 1, 1)), kernel_size=4, stride=2)  # (B, C*16, p1*p1)
@@ -185,37 +215,30 @@ def _fast_batch(model: torch.nn.Module, linear: torch.nn.Linear, x: torch.Tensor
     contrib = (f1 @ w2).view(b, n_sub1 * 9, c2)
     contrib = torch.cat([contrib, contrib.new_zeros(b, 1, c2)], dim=1)
     # Stages 3 and 4 run image by image: their index tables are shared and stay in cache.
-    taps = t.tap_index.to(dev)
     mask_index = t.mask_index.to(dev)
-    w1 = linear.weight.view(-1, c2, fs * fs)  # (H, c2, F*F)
-    n_sub2 = t.sub2_start[-1]
     out = None
     for i in range(b):
-        # Stage 3, per final position: conv2 at the four positions under it, max-pool, ReLU
-        # (ReLU and the shared bias commute with the max), then project through the first
-        # linear layer's slice for that position.
-        table = torch.empty(n_sub2, w1.shape[0], device=dev, dtype=x.dtype)
-        for f in range(fs * fs):
-            lo, hi = t.sub2_start[f], t.sub2_start[f + 1]
-            pre = F.embedding_bag(taps[4 * lo : 4 * hi], contrib[i], mode="sum").view(-1, 4, c2)
-            feat = torch.relu_(pre.amax(dim=1) + model.conv2.bias)
-            torch.mm(feat, w1[:, :, f].T, out=table[lo:hi])
-        table[: t.sub2_start[1]] += linear.bias  # every input takes one row of position 0
+        rows, need = mask_index, None
+        if index is not None:  # only the inputs asked for, and only the stage-3 rows they read
+            need, rows = torch.unique(mask_index[index[i]], return_inverse=True)
+        table = _stage3_table(model, linear, contrib[i], t, need)
         # Stage 4: every input's pre-activation as a sum of one row per final position.
-        for lo in range(0, len(mask_index), mask_chunk):
-            h = F.embedding_bag(mask_index[lo : lo + mask_chunk], table, mode="sum")
+        for lo in range(0, len(rows), mask_chunk):
+            h = F.embedding_bag(rows[lo : lo + mask_chunk], table, mode="sum")
             part = tail(h)
             if out is None:
-                out = torch.empty((b, len(mask_index)) + part.shape[1:], device=dev,
-                                  dtype=part.dtype)  # fmt: skip
+                out = torch.empty((b, len(rows)) + part.shape[1:], device=dev, dtype=part.dtype)
             out[i, lo : lo + mask_chunk] = part
     return out
 
 
 def factorised_outputs(model: torch.nn.Module, linear: torch.nn.Linear, images: torch.Tensor,
                        universe: LabelledMasks, tail, grid: int = 6,
-                       mask_chunk: int = 16384) -> torch.Tensor:  # fmt: skip
-    """``tail(h)`` for every input of ``universe`` on every image, ``(N, len(universe), ...)``.
+                       mask_chunk: int = 16384, index: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
+    """``tail(h)`` for every input of ``universe`` on every image, ``(N, len(universe), ...)``,
+    or with ``index`` ``(N, L)`` (universe indices per image) for those inputs only, ``(N, L,
+    ...)``: then stage 3 computes only the rows they read, which makes a sampled tree's leaves
+    several times cheaper than the batched forward.
 
     ``model`` has the local trunk ``conv1 - ReLU - MaxPool2 - conv2 - ReLU - MaxPool2`` read
     by ``linear`` (its first linear layer; ``in_channels = groups x C``); ``h`` ``(n, H)`` is
@@ -227,8 +250,11 @@ def factorised_outputs(model: torch.nn.Module, linear: torch.nn.Linear, images: 
     if images.ndim != 4 or model.conv1.in_channels != universe.groups * images.shape[1]:
         raise ValueError(f"images {tuple(images.shape)} in {universe.groups} group(s) do not "
                          f"fit a trunk of {model.conv1.in_channels} input channels")  # fmt: skip
+    if index is not None and (index.ndim != 2 or len(index) != len(images)):
+        raise ValueError(f"index must be (N, L) universe indices for {len(images)} images, got "
+                         f"{tuple(index.shape)}")  # fmt: skip
     tables = _build_tables(image_size, grid, universe)
-    return _fast_batch(model, linear, images, tables, tail, mask_chunk)
+    return _fast_batch(model, linear, images, tables, tail, mask_chunk, index)
 
 
 @torch.inference_mode()

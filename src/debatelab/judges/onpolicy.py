@@ -307,17 +307,20 @@ class OnPolicyJudge:
         self.evaluations += len(values)
         return torch.cat(out)
 
-    def universe_scores(self, values: torch.Tensor, universe: LabelledMasks) -> torch.Tensor:
+    def universe_scores(self, values: torch.Tensor, universe: LabelledMasks,
+                        index: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
         """:meth:`claim_scores` of every play of ``universe`` on each image, ``(B, len(universe),
         K[, K])``, by the factorised trunk (:func:`.allmask.factorised_outputs`): the exact
-        search's leaves. Universe labels are channel groups + 1, as the masks' codes."""
+        search's leaves; with ``index`` ``(B, L)`` only those plays of each image, ``(B, L,
+        ...)`` (a sampled tree's leaves). Universe labels are channel groups + 1, as the masks'
+        codes."""
         if universe.groups != self.groups or universe.n_cells != self.n_cells:
             raise ValueError(f"plays in {universe.groups} group(s) on {universe.n_cells} cells "
                              f"do not fit a {self.family} judge ({self.groups} group(s), "
                              f"{self.n_cells} cells)")  # fmt: skip
         out = factorised_outputs(self.model, self.first_linear, values, universe,
-                                 self.scores_from_hidden, self.grid.grid, self._chunk())  # fmt: skip
-        self.evaluations += len(values) * len(universe)
+                                 self.scores_from_hidden, self.grid.grid, self._chunk(), index)  # fmt: skip
+        self.evaluations += out.shape[0] * out.shape[1]
         return out
 
 
