@@ -5,10 +5,12 @@ leaves = 166k no-grad judge evaluations per step). For each design (D1, D3 with 
 class queries) and input encoding (consultancy, debate, control) this prints judge evaluations
 per second of ``OnPolicyJudge.claim_scores`` on sampled trees of real MNIST test images (the
 batched forward, chunks of 16,000 plays, channels-last) and of the same forward in the plain
-memory layout, then the exact search (``--search exact``): leaves per second of the factorised
+memory layout, then the same sampled trees through the factorised trunk (the CPU default),
+then the exact search (``--search exact``): leaves per second of the factorised
 trunk on each family's whole universe (58,905 masks, 353,430 pair splits, 1,413,720 labelled
 masks of a control) beside the batched forward, and seconds per image of the whole exact play;
-then seconds per training step (search + one Adam step) at each preset's budget, and the peak
+then seconds per training step (search + one Adam step) at each preset's budget with each
+scorer, and the peak
 resident memory.
 
     python benchmarks/bench_onpolicy.py [--images 8] [--threads 2] [--steps 3] [--exact-images 2]
@@ -25,7 +27,7 @@ import torch
 from debatelab.data import load_variant
 from debatelab.experiments.judges_train import PRESETS, train_onpolicy
 from debatelab.games.sampled import group_codes, sample_tree, slot_groups
-from debatelab.games.sampled_play import family_universe, play
+from debatelab.games.sampled_play import SCORERS, family_universe, play, tree_scores
 from debatelab.geometry import Grid
 from debatelab.judges.onpolicy import OnPolicyConfig, OnPolicyJudge, encode, make_model
 
@@ -63,6 +65,21 @@ def leaves_per_second(design, family, rule, protocol, images, budget=1296, chann
     return len(values) / (time.perf_counter() - start)
 
 
+def factorised_sampled_rate(design, family, rule, protocol, images, budget=1296):
+    """Leaves per second of the sampled trees through the factorised trunk (the CPU default):
+    the index tables are built before the clock starts, as a run builds them once."""
+    judge = _judge(design, family, rule)
+    gen = torch.Generator().manual_seed(0)
+    for n in (1, len(images)):  # one image builds the tables
+        tree = sample_tree(protocol, n, gen, budget=budget)
+        groups = slot_groups(tree, family == "control", gen)
+        if n == 1:
+            tree_scores(judge, images[:1], tree, groups, scorer="factorised")
+    start = time.perf_counter()
+    tree_scores(judge, images, tree, groups, scorer="factorised")
+    return len(images) * tree.n_leaves / (time.perf_counter() - start)
+
+
 def exact_search_rates(design, family, rule, protocol, images):
     """The exact search's leaf scoring (the factorised trunk on the family's whole universe):
     seconds to build the index tables (once per process), leaves per second, and seconds per
@@ -82,13 +99,13 @@ def exact_search_rates(design, family, rule, protocol, images):
     return build, rate, (time.perf_counter() - start) / len(images)
 
 
-def step_seconds(data, preset: str, steps: int) -> float:
+def step_seconds(data, preset: str, steps: int, scorer: str) -> float:
     chosen = PRESETS[preset]
     cfg = OnPolicyConfig(design="D1", protocol="debate2", rule="asym", epochs=1,
                          budget=chosen["budget"], train_limit=128 * steps,
                          eval_images="0:10000:10000")  # fmt: skip
     start = time.perf_counter()
-    judge = train_onpolicy(cfg, data, progress=False)
+    judge = train_onpolicy(cfg, data, progress=False, scorer=scorer)
     return (judge.history[0]["train_seconds"]) / steps, time.perf_counter() - start
 
 
@@ -101,7 +118,7 @@ def main():
         "--exact-images",
         type=int,
         default=2,
-        help="images of the exact search's timing (its D3 sym case: ~35 s each)",
+        help="images of the exact search's timing (its D3 sym case: ~35 s each; 0 skips it)",
     )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -120,21 +137,28 @@ def main():
             f"{case[0]:6} {case[1]:12} {case[2]:7} {case[3]:12} {rate:10.0f} {plain:10.0f} "
             f"{rate / plain:6.2f}"
         )
+    print(f"\nsampled trees through the factorised trunk (the CPU default), {args.images} "
+          "images against the batched forward above")  # fmt: skip
+    print(f"{'design':6} {'encoding':12} {'rule':7} {'protocol':12} {'leaves/s':>10} "
+          f"{'x forward':>9}")  # fmt: skip
+    for case in CASES:
+        rate = factorised_sampled_rate(*case, images)
+        print(f"{case[0]:6} {case[1]:12} {case[2]:7} {case[3]:12} {rate:10.0f} "
+              f"{rate / naive[case]:9.1f}")  # fmt: skip
     print(f"\nexact search (--search exact), {args.exact_images} images: the factorised trunk on "
           "the whole universe against the batched forward above")  # fmt: skip
     print(f"{'design':6} {'encoding':12} {'rule':7} {'protocol':12} {'tables s':>8} "
           f"{'leaves/s':>10} {'x forward':>9} {'s/image':>8}")  # fmt: skip
-    for case in CASES:
+    for case in CASES if args.exact_images > 0 else []:
         build, rate, per_image = exact_search_rates(*case, images[: args.exact_images])
         print(f"{case[0]:6} {case[1]:12} {case[2]:7} {case[3]:12} {build:8.1f} {rate:10.0f} "
               f"{rate / naive[case]:9.1f} {per_image:8.2f}")  # fmt: skip
     for preset in PRESETS:
-        per_step, _ = step_seconds(data, preset, args.steps)
-        budget = PRESETS[preset]["budget"]
-        print(
-            f"preset {preset}: D1 2-turn asym, batch 128, {budget} leaves per image: "
-            f"{per_step:.2f} s per step ({1 / per_step:.3f} steps/s)"
-        )
+        for scorer in SCORERS:
+            per_step, _ = step_seconds(data, preset, args.steps, scorer)
+            budget = PRESETS[preset]["budget"]
+            print(f"preset {preset}: D1 2-turn asym, batch 128, {budget} leaves per image, "
+                  f"{scorer} scorer: {per_step:.2f} s per step ({1 / per_step:.3f} steps/s)")  # fmt: skip
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak resident memory: {peak:.0f} MB")
 

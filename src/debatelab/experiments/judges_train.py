@@ -17,7 +17,13 @@ import torch
 import torch.nn.functional as F
 
 from ..data import ImageData
-from ..games.sampled_play import check_judge, evaluate_trained_judge, family_of, play
+from ..games.sampled_play import (
+    check_judge,
+    default_scorer,
+    evaluate_trained_judge,
+    family_of,
+    play,
+)
 from ..geometry import Grid
 from ..judges.onpolicy import GROUPS, OnPolicyConfig, OnPolicyJudge, make_model, n_queries
 from ..judges.train import TrainedJudge, cached_judge, fit_classifier, load_judge
@@ -37,11 +43,18 @@ def wrap(model, config: OnPolicyConfig, grid: Grid, channels: int) -> OnPolicyJu
 
 
 def train_onpolicy(config: OnPolicyConfig, data: ImageData, resume_path=None,
-                   progress: bool = True, device: str = "cpu") -> TrainedJudge:  # fmt: skip
+                   progress: bool = True, device: str = "cpu",
+                   scorer: str | None = None) -> TrainedJudge:  # fmt: skip
     """Train one judge on-policy; per epoch its history holds the training loss, the
-    evaluation's ``selection`` / ``judge`` / ``belief`` (fractions) and the wall time."""
+    evaluation's ``selection`` / ``judge`` / ``belief`` (fractions) and the wall time.
+
+    ``scorer`` scores the sampled trees' leaves (default: the factorised trunk on CPU, the
+    batched forward elsewhere; :func:`debatelab.games.sampled_play.tree_scores`). Both give
+    the same scores up to float rounding; D1, which searches with dropout on, draws its dropout
+    masks in another order, so its runs differ by that noise."""
     grid = Grid(data.image_size, 6)
     device = torch.device(device)
+    scorer = scorer or default_scorer(device)
     x, y = data.x_train, data.y_train
     if config.train_limit is not None:
         x, y = x[: config.train_limit], y[: config.train_limit]
@@ -62,7 +75,7 @@ def train_onpolicy(config: OnPolicyConfig, data: ImageData, resume_path=None,
         xb, yb = x[idx.to(device)], y[idx.to(device)]
         realised = play(judge, xb, config.protocol, config.rule, config.control, gen,
                         config.budget, autocast, config.capability, config.search,
-                        config.branching)  # fmt: skip
+                        config.branching, scorer)  # fmt: skip
         model.train()
         logits = judge.logits(xb, realised.codes, realised.queries, realised.codeword)
         if config.design == "D2":
@@ -81,7 +94,8 @@ def train_onpolicy(config: OnPolicyConfig, data: ImageData, resume_path=None,
                                    budget=config.budget, seed=1_000_003 * loop_seed + epoch,
                                    batch=config.eval_batch,
                                    capability=config.capability,
-                                   search=config.search, branching=config.branching)  # fmt: skip
+                                   search=config.search, branching=config.branching,
+                                   scorer=scorer)  # fmt: skip
         out = {
             "selection": m["selection_accuracy"],
             "n_eval_images": m["n_images"],

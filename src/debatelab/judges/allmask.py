@@ -193,9 +193,9 @@ def _stage3_table(
     return table
 
 
-@torch.no_grad()
-def _fast_batch(model: torch.nn.Module, linear: torch.nn.Linear, x: torch.Tensor, t: _Tables,
-                tail, mask_chunk: int, index: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
+def _stage12(model: torch.nn.Module, x: torch.Tensor, t: _Tables) -> torch.Tensor:
+    """Stages 1 and 2 of images ``x``: each stage-1 row's contribution to each conv2 tap,
+    ``(B, n_sub1 * 9 + 1, c2)``, the last row zero (a tap outside the map)."""
     dev = x.device
     b, channels = x.shape[:2]
     c1, c2 = model.conv1.out_channels, model.conv2.out_channels
@@ -210,24 +210,35 @@ def _fast_batch(model: torch.nn.Module, linear: torch.nn.Linear, x: torch.Tensor
     sub = sub.permute(0, 4, 1, 2, 3).reshape(b * n_sub1, t.groups * channels, 4, 4)
     f1 = F.conv2d(sub, model.conv1.weight, model.conv1.bias)  # valid: the window holds the pad
     f1 = F.max_pool2d(torch.relu(f1), 2).view(b, n_sub1, c1)
-    # Stage 2: contribution of each stage-1 row to each conv2 tap, (B, n_sub1 * 9 + 1, c2).
+    # Stage 2: the contributions, written beside a zero row without a second copy.
     w2 = model.conv2.weight.permute(1, 2, 3, 0).reshape(c1, 9 * c2)
-    contrib = (f1 @ w2).view(b, n_sub1 * 9, c2)
-    contrib = torch.cat([contrib, contrib.new_zeros(b, 1, c2)], dim=1)
-    # Stages 3 and 4 run image by image: their index tables are shared and stay in cache.
-    mask_index = t.mask_index.to(dev)
-    out = None
+    contrib = x.new_zeros(b, n_sub1 * 9 + 1, c2)
     for i in range(b):
+        torch.mm(f1[i], w2, out=contrib[i, :-1].view(n_sub1, 9 * c2))
+    return contrib
+
+
+@torch.no_grad()
+def _fast_batch(model: torch.nn.Module, linear: torch.nn.Linear, x: torch.Tensor, t: _Tables,
+                tail, mask_chunk: int, index: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
+    # The whole universe: stages 1-2 for the batch at once. A few inputs per image (index):
+    # image by image, so each image's contributions stay in cache.
+    contrib = _stage12(model, x, t) if index is None else None
+    mask_index = t.mask_index.to(x.device)
+    out = None
+    for i in range(len(x)):
         rows, need = mask_index, None
         if index is not None:  # only the inputs asked for, and only the stage-3 rows they read
             need, rows = torch.unique(mask_index[index[i]], return_inverse=True)
-        table = _stage3_table(model, linear, contrib[i], t, need)
+        image = contrib[i] if index is None else _stage12(model, x[i : i + 1], t)[0]
+        table = _stage3_table(model, linear, image, t, need)
         # Stage 4: every input's pre-activation as a sum of one row per final position.
         for lo in range(0, len(rows), mask_chunk):
             h = F.embedding_bag(rows[lo : lo + mask_chunk], table, mode="sum")
             part = tail(h)
             if out is None:
-                out = torch.empty((b, len(rows)) + part.shape[1:], device=dev, dtype=part.dtype)
+                out = torch.empty((len(x), len(rows)) + part.shape[1:], device=x.device,
+                                  dtype=part.dtype)  # fmt: skip
             out[i, lo : lo + mask_chunk] = part
     return out
 
