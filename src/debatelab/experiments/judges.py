@@ -12,6 +12,7 @@ schedule) and `cpu` (a reduced one for a 2-core machine, see README).
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -445,8 +446,10 @@ def _eval_piece(piece):
 
     path, settings, data_dir, device, threads = piece
     torch.set_num_threads(threads)
-    return evaluate_checkpoint(EvalJudgeConfig(judge_file=str(path), device=device, **settings),
-                               data_dir)  # fmt: skip
+    started = time.perf_counter()
+    m = evaluate_checkpoint(EvalJudgeConfig(judge_file=str(path), device=device, **settings),
+                            data_dir)  # fmt: skip
+    return {**m, "wall_seconds": round(time.perf_counter() - started, 1)}
 
 
 def run_eval_published(config: EvalPublishedConfig, folder: RunFolder) -> dict:
@@ -458,9 +461,8 @@ def run_eval_published(config: EvalPublishedConfig, folder: RunFolder) -> dict:
     report.md (per folder: ours and published, and the differences) and judges.json.
     """
     import os
-    import time
 
-    from ..atomic import write_json
+    from ..atomic import write_atomic, write_json
     from ..cluster import run_pieces
     from ..resume import KeyedPieces
 
@@ -478,27 +480,31 @@ def run_eval_published(config: EvalPublishedConfig, folder: RunFolder) -> dict:
     folder.echo(f"{len(files)} judges: {len(done)} finished before, {len(todo)} to evaluate")
     threads = max(1, (os.cpu_count() or 1) // max(1, config.workers))
     pieces = [(f, settings, folder.data_dir, device, threads) for f in todo]
-    started = time.time()
+
+    def write_report() -> tuple[str, dict]:  # after every judge: an interrupted run shows them
+        results = {f"{f.parent.name}/{f.name}": done[f] for f in files if f in done}
+        write_json(folder.file("judges.json"), results)
+        report, summary = published_report(results)
+        text = (f"# debatelab judges eval-published\n\n{len(results)} of {len(files)} judges; "
+                f"images {config.images} of each judge's test set, search {config.search}, "
+                f"budget {config.budget}, seed {config.seed}. Percent; published: REFERENCE B."
+                f"\n\n{report}\n")  # fmt: skip
+        write_atomic(folder.file("report.md"), lambda path: path.write_text(text))
+        return report, summary
+
     bar = progress_bar(total=len(files), initial=len(done), enabled=folder.progress,
                        desc="published judges", unit="judge")  # fmt: skip
     for i, m in run_pieces(_eval_piece, pieces, config.workers):
         f = todo[i]
-        m["wall_seconds"] = round(time.time() - started, 1)
         write_json(pieces_dir.path(f"{f.parent.name}--{f.stem}.json"), m)
         done[f] = m
         bar.update(1)
         ours, _ = _ours_and_published(m)
         folder.echo(f"{f.parent.name}/{f.name}: " + ", ".join(f"{k} {v:.2f}"
                                                               for k, v in ours.items()))  # fmt: skip
+        write_report()
     bar.close()
-    results = {f"{f.parent.name}/{f.name}": done[f] for f in files}
-    write_json(folder.file("judges.json"), results)
-    report, summary = published_report(results)
-    folder.file("report.md").write_text(
-        "# debatelab judges eval-published\n\n"
-        f"Images {config.images} of each judge's test set, search {config.search}, budget "
-        f"{config.budget}, seed {config.seed}. Percent; published: REFERENCE B.\n\n{report}\n"
-    )
+    report, summary = write_report()
     folder.echo(report)
     return summary
 
