@@ -212,7 +212,8 @@ def _stage12(model: torch.nn.Module, x: torch.Tensor, t: _Tables) -> torch.Tenso
     f1 = F.max_pool2d(torch.relu(f1), 2).view(b, n_sub1, c1)
     # Stage 2: the contributions, written beside a zero row without a second copy.
     w2 = model.conv2.weight.permute(1, 2, 3, 0).reshape(c1, 9 * c2)
-    contrib = x.new_zeros(b, n_sub1 * 9 + 1, c2)
+    contrib = x.new_empty(b, n_sub1 * 9 + 1, c2)
+    contrib[:, -1] = 0
     for i in range(b):
         torch.mm(f1[i], w2, out=contrib[i, :-1].view(n_sub1, 9 * c2))
     return contrib
