@@ -190,20 +190,21 @@ def run(config: JudgeConfig, folder: RunFolder) -> dict:
                  len(data.y_train))  # fmt: skip
     metrics = final_metrics(history)
     pub = published_final(config.design, config.variant, cfg)
-    folder.echo(judge_table([(cfg, metrics, pub)]))
+    folder.echo(judge_table([(cfg.name, metrics, pub)]))
     return {**metrics, "checkpoint": str(judge.path)}
 
 
 def judge_table(rows) -> str:
-    """Markdown: judge / selection / belief per judge, ours beside the published."""
+    """Markdown: judge / selection / belief per judge, ours beside the published; ``rows`` are
+    ``(name, ours, published)``, ours in fractions, published in percent."""
     lines = ["| judge | ours: judge / selection / belief | published |", "|---|---|---|"]
-    for cfg, ours, pub in rows:
+    for name, ours, pub in rows:
 
         def cells(m):
             return " / ".join(f"{m[k]:.2f}" if k in m else "-" for k in METRICS)
 
         pct = {k: 100 * v for k, v in ours.items() if k in METRICS}
-        lines.append(f"| {cfg.name} | {cells(pct)} | {cells(pub) if pub else 'n/a'} |")
+        lines.append(f"| {name} | {cells(pct)} | {cells(pub) if pub else 'n/a'} |")
     return "\n".join(lines)
 
 
@@ -269,7 +270,7 @@ def run_sweep(config: SweepJudgesConfig, folder: RunFolder) -> dict:
     judges = train_many(cfgs, folder, device, data, config.cluster)
     for cfg, judge in zip(cfgs, judges, strict=True):
         ours = final_metrics(judge.history)
-        rows.append((cfg, ours, published_final(config.design, config.variant, cfg)))
+        rows.append((cfg.name, ours, published_final(config.design, config.variant, cfg)))
         histories[cfg.name] = judge.history
         published[cfg.name] = published_curves(cfg)
         metrics.update({f"{cfg.name}/{k}": v for k, v in ours.items()})
@@ -360,8 +361,11 @@ def evaluate_checkpoint(config: EvalJudgeConfig, data_dir=None, progress: bool =
                                progress=progress, capability=config.capability,
                                search=config.search, branching=branching)  # fmt: skip
     pub = TRAINED_JUDGES.get((design, variant), {}).get((protocol, rule, control), {})
-    return {**m, "design": design, "variant": variant, "protocol": protocol, "rule": rule,
-            "control": control, **{f"published_{k}": v for k, v in pub.items()}}  # fmt: skip
+    cfg = getattr(judge, "trained_config", None) or OnPolicyConfig(
+        design=design, variant=variant, protocol=protocol, rule=rule, control=control)  # fmt: skip
+    return {**m, "name": cfg.name, "design": design, "variant": variant, "protocol": protocol,
+            "rule": rule, "control": control,
+            **{f"published_{k}": v for k, v in pub.items()}}  # fmt: skip
 
 
 def _ours_and_published(m: dict) -> tuple[dict, dict]:
@@ -384,9 +388,7 @@ def run_eval(config: EvalJudgeConfig, folder: RunFolder) -> dict:
     folder.seeds["search"] = config.seed
     m = evaluate_checkpoint(config, folder.data_dir, folder.progress)
     ours, pub = _ours_and_published(m)
-    cfg = OnPolicyConfig(design=m["design"], variant=m["variant"], protocol=m["protocol"],
-                         rule=m["rule"], control=m["control"])  # fmt: skip
-    folder.echo(judge_table([(cfg, {k: v / 100 for k, v in ours.items()}, pub)]))
+    folder.echo(judge_table([(m["name"], {k: v / 100 for k, v in ours.items()}, pub)]))
     return m
 
 
