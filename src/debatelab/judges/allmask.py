@@ -163,25 +163,15 @@ def _check(model: torch.nn.Module, images: torch.Tensor, grid: int, reveal: int)
     return geo
 
 
-def _stage3_table(
-    model: torch.nn.Module,
-    linear: torch.nn.Linear,
-    contrib: torch.Tensor,
-    t: _Tables,
-    need: torch.Tensor | None,
-) -> torch.Tensor:
-    """Stage 3 of one image: the projected rows ``(n, H)`` of every stage-3 subset (``need``
-    None) or of the sorted stage-3 rows ``need`` only, the first linear layer's bias in the
-    rows of final position 0 (every input takes exactly one of those)."""
-    c2, fs = model.conv2.out_channels, t.final_size
+def _stage3_table(model: torch.nn.Module, linear: torch.nn.Linear, contrib: torch.Tensor,
+                  taps: torch.Tensor, bounds: list[int], fs: int) -> torch.Tensor:  # fmt: skip
+    """Stage 3 of one image: the projected rows ``(n, H)`` of the stage-3 subsets whose conv2
+    taps are ``taps`` ``(4 n, 9)`` (rows into ``contrib``), those of final position f in rows
+    ``bounds[f]:bounds[f + 1]``; the first linear layer's bias goes into the rows of final
+    position 0 (every input takes exactly one of those)."""
+    c2 = model.conv2.out_channels
     w1 = linear.weight.view(-1, c2, fs * fs)  # (H, c2, F*F)
-    starts = torch.tensor(t.sub2_start, device=contrib.device)
-    bounds = starts if need is None else torch.searchsorted(need, starts)
-    table = torch.empty(int(bounds[-1]), w1.shape[0], device=contrib.device, dtype=contrib.dtype)
-    taps = t.tap_index.to(contrib.device)
-    if need is not None:
-        taps = taps.view(-1, 4, 9)[need].view(-1, 9)
-    bounds = bounds.tolist()
+    table = torch.empty(bounds[-1], w1.shape[0], device=contrib.device, dtype=contrib.dtype)
     for f in range(fs * fs):
         # conv2 at the four positions under f, max-pool, ReLU (ReLU and the shared bias commute
         # with the max), then the projection through the first linear layer's slice for f
@@ -193,18 +183,23 @@ def _stage3_table(
     return table
 
 
-def _stage12(model: torch.nn.Module, x: torch.Tensor, t: _Tables) -> torch.Tensor:
-    """Stages 1 and 2 of images ``x``: each stage-1 row's contribution to each conv2 tap,
-    ``(B, n_sub1 * 9 + 1, c2)``, the last row zero (a tap outside the map)."""
+def _stage12(model: torch.nn.Module, x: torch.Tensor, t: _Tables,
+             rows: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
+    """Stages 1 and 2 of images ``x``: each stage-1 row's (or only the sorted ``rows``')
+    contribution to each conv2 tap, ``(B, n * 9 + 1, c2)``, the last row zero (a tap outside
+    the map)."""
     dev = x.device
     b, channels = x.shape[:2]
     c1, c2 = model.conv1.out_channels, model.conv2.out_channels
     p1 = t.pool_size
+    q_of_sub1, patch_mask = t.q_of_sub1.to(dev), t.patch_mask.to(dev)
+    if rows is not None:
+        q_of_sub1, patch_mask = q_of_sub1[rows], patch_mask[rows]
     # Stage 1: pool-1 features of every stage-1 row, (B, n_sub1, c1); group g of the input
     # shows the window's pixels of the cells labelled g + 1 (channel g * C + c).
     windows = F.unfold(F.pad(x, (1, 1, 1, 1)), kernel_size=4, stride=2)  # (B, C*16, p1*p1)
-    windows = windows.view(b, channels, 16, p1 * p1)[:, :, :, t.q_of_sub1.to(dev)]
-    shown = t.patch_mask.to(dev).permute(1, 2, 0)  # (G, 16, n_sub1)
+    windows = windows.view(b, channels, 16, p1 * p1)[:, :, :, q_of_sub1]
+    shown = patch_mask.permute(1, 2, 0)  # (G, 16, n_sub1)
     sub = windows[:, None] * shown[None, :, None]  # (B, G, C, 16, n_sub1)
     n_sub1 = sub.shape[-1]
     sub = sub.permute(0, 4, 1, 2, 3).reshape(b * n_sub1, t.groups * channels, 4, 4)
@@ -219,20 +214,45 @@ def _stage12(model: torch.nn.Module, x: torch.Tensor, t: _Tables) -> torch.Tenso
     return contrib
 
 
+def _compact(values: torch.Tensor, size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``torch.unique(values, return_inverse=True)`` for values in ``0..size-1``, by marking
+    instead of sorting (several times faster on the hundreds of thousands of taps here)."""
+    mark = torch.zeros(size, dtype=torch.bool, device=values.device)
+    mark[values] = True
+    position = torch.cumsum(mark, 0) - 1
+    return mark.nonzero().squeeze(1), position[values]
+
+
+def _image_subset(model: torch.nn.Module, x: torch.Tensor, t: _Tables, inputs: torch.Tensor):
+    """For a few ``inputs`` of one image ``x (1, C, S, S)``: the stage-3 rows they read and only
+    the stage-1 rows those read, as ``(contrib, taps, bounds, rows)``: stage 3's arguments and
+    each input's row per final position in that smaller table."""
+    need, rows = _compact(t.mask_index.to(x.device)[inputs], t.sub2_start[-1])
+    taps = t.tap_index.to(x.device).view(-1, 4, 9)[need].view(-1, 9)
+    n_sub1 = len(t.q_of_sub1)  # the zero row, n_sub1 * 9, maps to the new table's zero row
+    sub1, where = _compact(taps // 9, n_sub1 + 1)
+    contrib = _stage12(model, x, t, sub1[sub1 < n_sub1])[0]
+    taps = where * 9 + taps % 9
+    starts = torch.tensor(t.sub2_start, device=x.device)
+    return contrib, taps, torch.searchsorted(need, starts).tolist(), rows
+
+
 @torch.no_grad()
 def _fast_batch(model: torch.nn.Module, linear: torch.nn.Linear, x: torch.Tensor, t: _Tables,
                 tail, mask_chunk: int, index: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
     # The whole universe: stages 1-2 for the batch at once. A few inputs per image (index):
-    # image by image, so each image's contributions stay in cache.
-    contrib = _stage12(model, x, t) if index is None else None
-    mask_index = t.mask_index.to(x.device)
+    # image by image, each stage for just the rows those inputs read.
+    if index is None:
+        contrib = _stage12(model, x, t)
+        taps, bounds = t.tap_index.to(x.device), list(t.sub2_start)
+        rows = t.mask_index.to(x.device)
     out = None
     for i in range(len(x)):
-        rows, need = mask_index, None
-        if index is not None:  # only the inputs asked for, and only the stage-3 rows they read
-            need, rows = torch.unique(mask_index[index[i]], return_inverse=True)
-        image = contrib[i] if index is None else _stage12(model, x[i : i + 1], t)[0]
-        table = _stage3_table(model, linear, image, t, need)
+        if index is None:
+            table = _stage3_table(model, linear, contrib[i], taps, bounds, t.final_size)
+        else:
+            image, taps, bounds, rows = _image_subset(model, x[i : i + 1], t, index[i])
+            table = _stage3_table(model, linear, image, taps, bounds, t.final_size)
         # Stage 4: every input's pre-activation as a sum of one row per final position.
         for lo in range(0, len(rows), mask_chunk):
             h = F.embedding_bag(rows[lo : lo + mask_chunk], table, mode="sum")
