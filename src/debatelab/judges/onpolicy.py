@@ -85,11 +85,18 @@ class ClaimJudgeCNN(nn.Module):
         """``(B, C, S, S)`` to the projected features ``(B, projection)``."""
         return torch.relu(self.project(self.trunk(x).flatten(1)))
 
-    def last_hidden(self, pre: torch.Tensor) -> torch.Tensor:
-        """The input of the last layer from the head's first pre-activation ``(..., hidden)``."""
-        h = self.dropout(torch.relu(pre))
-        for layer in self.deeper:
-            h = self.dropout(torch.relu(layer(h)))
+    def last_hidden(self, pre: torch.Tensor, buffers: list | None = None) -> torch.Tensor:
+        """The input of the last layer from the head's first pre-activation ``(..., hidden)``
+        (its ReLU in place); with ``buffers`` (one ``(rows, hidden)`` per deeper layer, no
+        gradient) the deeper layers write into them instead of fresh tensors."""
+        h = self.dropout(pre.relu_())
+        for i, layer in enumerate(self.deeper):
+            if buffers is None:
+                h = layer(h)
+            else:
+                w, b = layer.weight.to(h.dtype), layer.bias.to(h.dtype)
+                h = torch.addmm(b, h, w.T, out=buffers[i])
+            h = self.dropout(h.relu_())
         return h
 
     def after_first(self, pre: torch.Tensor) -> torch.Tensor:
@@ -111,9 +118,9 @@ class ClaimJudgeCNN(nn.Module):
 
     @torch.no_grad()
     def query_scores(self, features: torch.Tensor) -> torch.Tensor:
-        """The search's leaf score (no gradient) of every class query (and every codeword) at once: ``(B, [G,] K)``
-        (one query) or ``(B, [G,] K, K)`` (d_A, d_B), G = 2 ** n_bits codewords when the judge
-        reads bits. D3 / bit: the head's softmax at d_A; D2: the sigmoid of its logit. The
+        """The search's leaf score (no gradient) of every class query (and every codeword) at
+        once: ``(B, [G,] K)`` (one query) or ``(B, [G,] K, K)`` (d_A, d_B), G = 2 ** n_bits
+        codewords when the judge reads bits. D3 / bit: the head's softmax at d_A; D2: the sigmoid of its logit. The
         first layer is linear, so each one-hot (and each codeword's bits) adds a column of its
         weight to the features' shared pre-activation; one query of A at a time keeps the work
         in plain matrix products (about 3x faster than one (B, K, K, H) tensor)."""
@@ -143,10 +150,7 @@ class ClaimJudgeCNN(nn.Module):
             else:  # every d_B: (..., K_B, H)
                 torch.add(base[..., None, :], (w_b + w_a[d_a]).to(dtype),
                           out=pre.view(lead + (k, -1)))  # fmt: skip
-            h = self.dropout(pre.relu_())
-            for layer, buffer in zip(self.deeper, deeper):
-                w, b = layer.weight.to(dtype), layer.bias.to(dtype)
-                h = self.dropout(torch.addmm(b, h, w.T, out=buffer).relu_())
+            h = self.last_hidden(pre, deeper)
             # logits transposed, (n_out, rows): the softmax then reduces across 10 long rows,
             # several times faster on CPU than across each row's 10 entries
             scores = torch.addmm(b_out, w_out, h.T, out=logits).float()
