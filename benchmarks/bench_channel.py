@@ -9,6 +9,7 @@ arm and of the whole sweep under each preset (training steps, per-epoch evaluati
 diagnostics pass; baselines not included).
 
     python benchmarks/bench_channel.py [--threads 1] [--steps 2] [--presets cpu,paper]
+        [--scorer factorised|batched]
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import torch.nn.functional as F
 
 from debatelab.data import load_variant
 from debatelab.experiments.bits import ARMS, BRANCHING, PRESETS, _channels
-from debatelab.games.sampled_play import play
+from debatelab.games.sampled_play import SCORERS, default_scorer, play
 from debatelab.geometry import Grid
 from debatelab.judges.onpolicy import OnPolicyJudge, make_model
 from debatelab.store import parse_images
@@ -39,22 +40,22 @@ def arm_judge(protocol, bits, channels):
     return OnPolicyJudge("bit", model, family, rule, Grid(18, 6), channels), rule
 
 
-def time_arm(data, protocol, bits, branching, steps, n_images):
+def time_arm(data, protocol, bits, branching, steps, n_images, scorer):
     judge, rule = arm_judge(protocol, bits, data.in_channels)
     x, y = data.x_train[:n_images], data.y_train[:n_images]
     gen = torch.Generator().manual_seed(0)
     opt = torch.optim.Adam(judge.model.parameters(), lr=1e-3)
     judge.model.eval()
-    play(judge, x[:8], protocol, rule, False, gen, branching=branching)  # warm-up
+    play(judge, x[:8], protocol, rule, False, gen, branching=branching, scorer=scorer)  # warm-up
     began = time.perf_counter()
     for _ in range(steps):
         judge.model.eval()
-        play(judge, x, protocol, rule, False, gen, branching=branching)
+        play(judge, x, protocol, rule, False, gen, branching=branching, scorer=scorer)
     search = (time.perf_counter() - began) / steps
     began = time.perf_counter()
     for _ in range(steps):
         judge.model.eval()
-        p = play(judge, x, protocol, rule, False, gen, branching=branching)
+        p = play(judge, x, protocol, rule, False, gen, branching=branching, scorer=scorer)
         judge.model.train()
         loss = F.cross_entropy(judge.logits(x, p.codes, p.queries, p.codeword), y)
         opt.zero_grad()
@@ -77,9 +78,18 @@ def main():
         default=32,
         help="images per timed step (times are scaled to the preset's batch)",
     )
+    parser.add_argument(
+        "--scorer",
+        choices=SCORERS,
+        default=default_scorer("cpu"),
+        help="how the sampled trees' leaves are scored (default: as on CPU)",
+    )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    print(f"threads {args.threads}, {args.steps} timed steps of {args.images} images per arm")
+    print(
+        f"threads {args.threads}, {args.steps} timed steps of {args.images} images per arm, "
+        f"{args.scorer} scorer"
+    )
     print(
         "| dataset | preset | arm | cell paths | leaves/s | search s/img | s/step (batch) | "
         "est. arm time |"
@@ -98,7 +108,7 @@ def main():
             for protocol, bits, budget_name in ARMS:
                 branching = BRANCHING[preset][channels][budget_name]
                 rate, per_image, step = time_arm(data, protocol, bits, branching, args.steps,
-                                                 args.images)  # fmt: skip
+                                                 args.images, args.scorer)  # fmt: skip
                 steps = -(-n_train // schedule["batch_size"])
                 step *= schedule["batch_size"]  # seconds per step of the preset's batch
                 evals = schedule["epochs"] * n_eval + (n_eval if bits else 0)
