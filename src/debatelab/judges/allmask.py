@@ -258,32 +258,34 @@ def _image_subset(model: torch.nn.Module, x: torch.Tensor, t: _Tables, inputs: t
 @torch.no_grad()
 def _fast_batch(model: torch.nn.Module, linear: torch.nn.Linear, x: torch.Tensor, t: _Tables,
                 tail, mask_chunk: int, index: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
-    # The whole universe: stages 1-2 for the batch at once, the tail image by image. A few
-    # inputs per image (index): image by image, each stage for just the rows those inputs
-    # read, then the tail on every image's inputs together (per image its ops are too small).
-    if index is None:
-        contrib = _stage12(model, x, t)
-        taps, bounds = t.tap_index.to(x.device), list(t.sub2_start)
-        rows = t.mask_index.to(x.device)
-    hidden, out = [], None
+    if index is not None:
+        return _subset_batch(model, linear, x, t, tail, mask_chunk, index)
+    # The whole universe: stages 1-2 for the batch at once, stage 3 and the tail per image.
+    contrib = _stage12(model, x, t)
+    taps, bounds = t.tap_index.to(x.device), list(t.sub2_start)
+    rows = t.mask_index.to(x.device)
+    out = None
     for i in range(len(x)):
-        if index is None:
-            table = _stage3_table(model, linear, contrib[i], taps, bounds, t.final_size)
-        else:
-            image, taps, bounds, rows = _image_subset(model, x[i : i + 1], t, index[i])
-            table = _stage3_table(model, linear, image, taps, bounds, t.final_size)
+        table = _stage3_table(model, linear, contrib[i], taps, bounds, t.final_size)
         # Stage 4: every input's pre-activation as a sum of one row per final position.
-        if index is not None:
-            hidden.append(F.embedding_bag(rows, table, mode="sum"))
-            continue
         for lo in range(0, len(rows), mask_chunk):
             part = tail(F.embedding_bag(rows[lo : lo + mask_chunk], table, mode="sum"))
             if out is None:
                 out = torch.empty((len(x), len(rows)) + part.shape[1:], device=x.device,
                                   dtype=part.dtype)  # fmt: skip
             out[i, lo : lo + mask_chunk] = part
-    if index is None:
-        return out
+    return out
+
+
+def _subset_batch(model: torch.nn.Module, linear: torch.nn.Linear, x: torch.Tensor,
+                  t: _Tables, tail, mask_chunk: int, index: torch.Tensor) -> torch.Tensor:  # fmt: skip
+    # A few inputs per image: each stage per image for just the rows its inputs read, then
+    # the tail on every image's inputs together (per image its ops are too small to be fast).
+    hidden = []
+    for i in range(len(x)):
+        image, taps, bounds, rows = _image_subset(model, x[i : i + 1], t, index[i])
+        table = _stage3_table(model, linear, image, taps, bounds, t.final_size)
+        hidden.append(F.embedding_bag(rows, table, mode="sum"))
     h = torch.cat(hidden)
     parts = [tail(h[lo : lo + mask_chunk]) for lo in range(0, len(h), mask_chunk)]
     return torch.cat(parts).view(index.shape + parts[0].shape[1:])
