@@ -113,7 +113,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--images", type=int, default=8)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=3, help="training steps timed (0 skips)")
     parser.add_argument(
         "--repeats",
         type=int,
@@ -162,7 +162,7 @@ def main():
         build, rate, per_image = exact_search_rates(*case, images[: args.exact_images])
         print(f"{case[0]:6} {case[1]:12} {case[2]:7} {case[3]:12} {build:8.1f} {rate:10.0f} "
               f"{rate / naive[case]:9.1f} {per_image:8.2f}")  # fmt: skip
-    for preset in PRESETS:
+    for preset in PRESETS if args.steps > 0 else []:  # --steps 0 skips the step timing
         for scorer in SCORERS:
             per_step, _ = step_seconds(data, preset, args.steps, scorer)
             budget = PRESETS[preset]["budget"]
