@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib
+import matplotlib.ticker
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -180,6 +181,12 @@ def epoch_curves(histories: dict[str, list[dict]], path: Path,
         ax.set_xlabel("training images seen" if by_images else "epoch")
         if by_images:
             ax.set_xscale("log")
+            # ticks at 1, 2 and 5 per decade, written as thousands: the default minor labels
+            # overlap on a short range and a range within one decade gets no major label
+            ax.xaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+            ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(
+                lambda v, _: f"{v / 1000:g}k" if v >= 1000 else f"{v:g}"))  # fmt: skip
+            ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_ylabel({"loss": "training loss", "belief": "belief (%)"}.get(
             metric, f"{LABELS.get(metric, metric)} (%)"))  # fmt: skip
         ax.grid(alpha=0.3)
