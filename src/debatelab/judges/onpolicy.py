@@ -120,10 +120,11 @@ class ClaimJudgeCNN(nn.Module):
     def query_scores(self, features: torch.Tensor) -> torch.Tensor:
         """The search's leaf score (no gradient) of every class query (and every codeword) at
         once: ``(B, [G,] K)`` (one query) or ``(B, [G,] K, K)`` (d_A, d_B), G = 2 ** n_bits
-        codewords when the judge reads bits. D3 / bit: the head's softmax at d_A; D2: the sigmoid of its logit. The
-        first layer is linear, so each one-hot (and each codeword's bits) adds a column of its
-        weight to the features' shared pre-activation; one query of A at a time keeps the work
-        in plain matrix products (about 3x faster than one (B, K, K, H) tensor)."""
+        codewords when the judge reads bits. D3 / bit: the head's softmax at d_A; D2: the
+        sigmoid of its logit. The first layer is linear, so each one-hot (and each codeword's
+        bits) adds a column of its weight to the features' shared pre-activation; one query of
+        A at a time keeps the work in plain matrix products (about 3x faster than one (B, K, K,
+        H) tensor)."""
         k, p = self.n_classes, features.shape[-1]
         w = self.fc1.weight
         base = torch.addmm(self.fc1.bias, features, w[:, :p].T)  # (B, H)
