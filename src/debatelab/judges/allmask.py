@@ -168,65 +168,88 @@ def _check(model: torch.nn.Module, images: torch.Tensor, grid: int, reveal: int)
     return geo
 
 
-def _stage3_table(model: torch.nn.Module, linear: torch.nn.Linear, contrib: torch.Tensor,
-                  taps: torch.Tensor, bounds: list[int], fs: int) -> torch.Tensor:  # fmt: skip
-    """Stage 3 of one image: the projected rows ``(n, H)`` of the stage-3 subsets whose conv2
-    taps are ``taps`` ``(4 n, 9)`` (rows into ``contrib``), those of final position f in rows
-    ``bounds[f]:bounds[f + 1]``; the first linear layer's bias goes into the rows of final
-    position 0 (every input takes exactly one of those)."""
-    c2 = model.conv2.out_channels
-    w1 = linear.weight.view(-1, c2, fs * fs)  # (H, c2, F*F)
-    table = torch.empty(bounds[-1], w1.shape[0], device=contrib.device, dtype=contrib.dtype)
-    for f in range(fs * fs):
-        # conv2 at the four positions under f, max-pool, ReLU (ReLU and the shared bias commute
-        # with the max), then the projection through the first linear layer's slice for f
-        lo, hi = bounds[f], bounds[f + 1]
-        pre = F.embedding_bag(taps[4 * lo : 4 * hi], contrib, mode="sum").view(-1, 4, c2)
-        feat = torch.relu_(pre.amax(dim=1) + model.conv2.bias)
-        torch.mm(feat, w1[:, :, f].T, out=table[lo:hi])
-    table[: bounds[1]] += linear.bias
-    return table
+@dataclass(frozen=True)
+class _Trunk:
+    """The local trunk and first linear layer as the matrices the stages multiply by, built
+    once per call."""
+
+    conv1: torch.Tensor  # (in * 16, 4 * c1): conv1 on a 4x4 window onto its 2x2 outputs
+    bias1: torch.Tensor  # (c1,)
+    conv2: torch.Tensor  # (c1, 9 * c2): a pool-1 feature's contribution to each conv2 tap
+    bias2: torch.Tensor  # (c2,)
+    first: torch.Tensor  # (F*F, c2, H): the first linear layer's slice per final position
+    bias: torch.Tensor  # (H,)
+
+    @classmethod
+    def of(cls, model: torch.nn.Module, linear: torch.nn.Linear, final_size: int) -> _Trunk:
+        c1, c2 = model.conv1.out_channels, model.conv2.out_channels
+        w1 = model.conv1.weight  # (c1, in, 3, 3)
+        window = w1.new_zeros(w1.shape[1], 4, 4, 4, c1)  # (in, y, x, output position, out)
+        for pos, (py, px) in enumerate(((0, 0), (0, 1), (1, 0), (1, 1))):
+            window[:, py : py + 3, px : px + 3, pos] = w1.permute(1, 2, 3, 0)
+        first = linear.weight.view(-1, c2, final_size**2).permute(2, 1, 0).contiguous()
+        return cls(conv1=window.view(-1, 4 * c1), bias1=model.conv1.bias,
+                   conv2=model.conv2.weight.permute(1, 2, 3, 0).reshape(c1, 9 * c2),
+                   bias2=model.conv2.bias, first=first, bias=linear.bias)  # fmt: skip
 
 
-def _window_conv(conv: torch.nn.Conv2d) -> torch.Tensor:
-    """A 3x3 convolution without padding on a 4x4 input as a matrix ``(in * 16, 4 * out)``:
-    input (channel, pixel) rows, (output position, channel) columns, bias left out."""
-    c_out, c_in = conv.weight.shape[:2]
-    w = conv.weight.new_zeros(c_in, 4, 4, 4, c_out)  # (in, y, x, position, out)
-    for pos, (py, px) in enumerate(((0, 0), (0, 1), (1, 0), (1, 1))):
-        w[:, py : py + 3, px : px + 3, pos] = conv.weight.permute(1, 2, 3, 0)
-    return w.view(c_in * 16, 4 * c_out)
-
-
-def _stage12(model: torch.nn.Module, x: torch.Tensor, t: _Tables,
-             rows: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
-    """Stages 1 and 2 of images ``x``: each stage-1 row's (or only the sorted ``rows``')
-    contribution to each conv2 tap, ``(B, n * 9 + 1, c2)``, the last row zero (a tap outside
-    the map)."""
+def _stage1(trunk: _Trunk, x: torch.Tensor, t: _Tables,
+            pairs: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:  # fmt: skip
+    """Stage 1: the pool-1 features of every stage-1 row of every image ``(B, n_sub1, c1)``, or
+    of the (image, row) ``pairs`` only ``(n, c1)``. Group g of the input shows the window's
+    pixels of the cells labelled g + 1 (channel g * C + c)."""
     dev = x.device
     b, channels = x.shape[:2]
-    c1, c2 = model.conv1.out_channels, model.conv2.out_channels
-    p1 = t.pool_size
+    c1, p1 = len(trunk.bias1), t.pool_size
     q_of_sub1, patch_mask = t.q_of_sub1.to(dev), t.patch_mask.to(dev)
-    if rows is not None:
-        q_of_sub1, patch_mask = q_of_sub1[rows], patch_mask[rows]
-    # Stage 1: pool-1 features of every stage-1 row, (B, n_sub1, c1); group g of the input
-    # shows the window's pixels of the cells labelled g + 1 (channel g * C + c). conv1 on a 4x4
-    # window is one matrix product onto its 2x2 outputs, several times faster than conv2d on
-    # thousands of tiny images.
     windows = F.unfold(F.pad(x, (1, 1, 1, 1)), kernel_size=4, stride=2)  # (B, C*16, p1*p1)
-    windows = windows.view(b, channels, 16, p1 * p1).permute(0, 3, 1, 2)[:, q_of_sub1]
-    sub = windows[:, :, None] * patch_mask[None, :, :, None]  # (B, n_sub1, G, C, 16)
-    n_sub1 = sub.shape[1]
-    f1 = (sub.view(b * n_sub1, -1) @ _window_conv(model.conv1)).view(b * n_sub1, 4, c1)
-    f1 = torch.relu_(f1.amax(dim=1) + model.conv1.bias).view(b, n_sub1, c1)
-    # Stage 2: the contributions, written beside a zero row without a second copy.
-    w2 = model.conv2.weight.permute(1, 2, 3, 0).reshape(c1, 9 * c2)
-    contrib = x.new_empty(b, n_sub1 * 9 + 1, c2)
-    contrib[:, -1] = 0
-    for i in range(b):
-        torch.mm(f1[i], w2, out=contrib[i, :-1].view(n_sub1, 9 * c2))
+    windows = windows.view(b, channels, 16, p1 * p1).permute(0, 3, 1, 2)  # (B, p1*p1, C, 16)
+    if pairs is None:
+        sub = windows[:, q_of_sub1, None] * patch_mask[None, :, :, None]  # (B, n, G, C, 16)
+    else:
+        image, rows = pairs
+        at = image * (p1 * p1) + q_of_sub1.index_select(0, rows)
+        sub = (windows.reshape(-1, channels, 16).index_select(0, at)[:, None]
+               * patch_mask.index_select(0, rows)[:, :, None])  # fmt: skip
+    # conv1 on a 4x4 window is one matrix product onto its 2x2 outputs, several times faster
+    # than conv2d on thousands of tiny images
+    f1 = (sub.reshape(-1, trunk.conv1.shape[0]) @ trunk.conv1).view(-1, 4, c1).amax(dim=1)
+    return f1.add_(trunk.bias1).relu_().view(sub.shape[:-3] + (c1,))
+
+
+def _contributions(trunk: _Trunk, f1: torch.Tensor) -> torch.Tensor:
+    """Stage 2: each stage-1 row's contribution to each conv2 tap, ``(n * 9 + 1, c2)`` from
+    pool-1 features ``(n, c1)``, the last row zero (a tap outside the map)."""
+    contrib = f1.new_empty(len(f1) * 9 + 1, len(trunk.bias2))
+    contrib[-1] = 0
+    torch.mm(f1, trunk.conv2, out=contrib[:-1].view(len(f1), -1))  # no copy for the zero row
     return contrib
+
+
+def _stage3_table(trunk: _Trunk, contrib: torch.Tensor, taps: torch.Tensor,
+                  bounds: list[int], block: int = 8192) -> torch.Tensor:  # fmt: skip
+    """Stage 3 of one table of contributions: the projected rows ``(n, H)`` of the stage-3
+    subsets whose conv2 taps are ``taps`` ``(4 n, 9)`` (rows into ``contrib``), those of final
+    position f in rows ``bounds[f]:bounds[f + 1]``; the first linear layer's bias goes into the
+    rows of final position 0 (every input takes exactly one of those)."""
+    n_final, c2, hidden = trunk.first.shape
+    table = contrib.new_empty(bounds[-1], hidden)
+    f = 0
+    while f < n_final:  # blocks of whole final positions of about ``block`` rows
+        g = f + 1
+        while g < n_final and bounds[g + 1] - bounds[f] <= block:
+            g += 1
+        lo, hi = bounds[f], bounds[g]
+        # conv2 at the four positions under each row, max-pool, ReLU (ReLU and the shared bias
+        # commute with the max), then the projection through each final position's slice
+        pre = F.embedding_bag(taps[4 * lo : 4 * hi], contrib, mode="sum").view(-1, 4, c2)
+        feat = pre.amax(dim=1).add_(trunk.bias2).relu_()
+        for k in range(f, g):
+            torch.mm(feat[bounds[k] - lo : bounds[k + 1] - lo], trunk.first[k],
+                     out=table[bounds[k] : bounds[k + 1]])  # fmt: skip
+        f = g
+    table[: bounds[1]] += trunk.bias
+    return table
 
 
 def _compact(values: torch.Tensor, size: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -237,36 +260,27 @@ def _compact(values: torch.Tensor, size: int) -> tuple[torch.Tensor, torch.Tenso
         return torch.unique(values, return_inverse=True)
     flat = values.reshape(-1).long()  # index_fill_ and index_select: 3x faster than []
     mark = torch.zeros(size, dtype=torch.bool, device=values.device).index_fill_(0, flat, True)
-    position = torch.cumsum(mark, 0) - 1
-    return mark.nonzero().squeeze(1), position.index_select(0, flat).view(values.shape)
-
-
-def _image_subset(model: torch.nn.Module, x: torch.Tensor, t: _Tables, inputs: torch.Tensor):
-    """For a few ``inputs`` of one image ``x (1, C, S, S)``: the stage-3 rows they read and only
-    the stage-1 rows those read, as ``(contrib, taps, bounds, rows)``: stage 3's arguments and
-    each input's row per final position in that smaller table."""
-    dev = x.device
-    need, rows = _compact(t.mask_index.to(dev)[inputs], t.sub2_start[-1])
-    n_sub1 = len(t.q_of_sub1)  # the zero row, n_sub1 * 9, maps to the new table's zero row
-    sub1, where = _compact(t.tap_row.to(dev).index_select(0, need).view(-1), n_sub1 + 1)
-    contrib = _stage12(model, x, t, sub1[sub1 < n_sub1])[0]
-    taps = (where.view(-1, 36) * 9 + t.tap_offset.to(dev).index_select(0, need)).view(-1, 9)
-    starts = torch.tensor(t.sub2_start, device=dev)
-    return contrib, taps, torch.searchsorted(need, starts).tolist(), rows
+    inverse = torch.cumsum(mark, 0).sub_(1).index_select(0, flat)
+    if size <= len(flat):
+        unique = mark.nonzero().squeeze(1)
+    else:  # the values back from their positions: cheaper than nonzero() on a long range
+        unique = flat.new_empty(int(inverse.max()) + 1).index_copy_(0, inverse, flat)
+    return unique, inverse.view(values.shape)
 
 
 @torch.no_grad()
 def _fast_batch(model: torch.nn.Module, linear: torch.nn.Linear, x: torch.Tensor, t: _Tables,
                 tail, mask_chunk: int, index: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
+    trunk = _Trunk.of(model, linear, t.final_size)
     if index is not None:
-        return _subset_batch(model, linear, x, t, tail, mask_chunk, index)
-    # The whole universe: stages 1-2 for the batch at once, stage 3 and the tail per image.
-    contrib = _stage12(model, x, t)
+        return _subset_batch(trunk, x, t, tail, mask_chunk, index)
+    # The whole universe: stage 1 for the batch at once, the rest per image.
+    f1 = _stage1(trunk, x, t)
     taps, bounds = t.tap_index.to(x.device), list(t.sub2_start)
     rows = t.mask_index.to(x.device)
     out = None
     for i in range(len(x)):
-        table = _stage3_table(model, linear, contrib[i], taps, bounds, t.final_size)
+        table = _stage3_table(trunk, _contributions(trunk, f1[i]), taps, bounds)
         # Stage 4: every input's pre-activation as a sum of one row per final position.
         for lo in range(0, len(rows), mask_chunk):
             part = tail(F.embedding_bag(rows[lo : lo + mask_chunk], table, mode="sum"))
@@ -277,18 +291,45 @@ def _fast_batch(model: torch.nn.Module, linear: torch.nn.Linear, x: torch.Tensor
     return out
 
 
-def _subset_batch(model: torch.nn.Module, linear: torch.nn.Linear, x: torch.Tensor,
-                  t: _Tables, tail, mask_chunk: int, index: torch.Tensor) -> torch.Tensor:  # fmt: skip
-    # A few inputs per image: each stage per image for just the rows its inputs read, then
-    # the tail on every image's inputs together (per image its ops are too small to be fast).
-    hidden = []
-    for i in range(len(x)):
-        image, taps, bounds, rows = _image_subset(model, x[i : i + 1], t, index[i])
-        table = _stage3_table(model, linear, image, taps, bounds, t.final_size)
-        hidden.append(F.embedding_bag(rows, table, mode="sum"))
+def _subset_hidden(trunk: _Trunk, x: torch.Tensor, t: _Tables, index: torch.Tensor,
+                   tables: tuple[torch.Tensor, ...]) -> torch.Tensor:  # fmt: skip
+    """The first linear layer's pre-activation ``(b * L, H)`` on the inputs ``index (b, L)`` of
+    images ``x``, through only the stage-3 and stage-1 rows those inputs read, the images'
+    rows in one table."""
+    mask_index, tap_row, tap_offset = tables
+    b, dev = len(x), x.device
+    n_sub1 = len(t.q_of_sub1)
+    image = torch.arange(b, device=dev)
+    # Stage-3 rows keyed (row, image), so that each final position's rows stay together.
+    keys = mask_index.index_select(0, index.view(-1)).view(b, -1) * b + image[:, None]
+    need, rows = _compact(keys, t.sub2_start[-1] * b)
+    need_row = need.div(b, rounding_mode="floor")
+    # The stage-1 rows those read, keyed (image, row); row n_sub1 of an image is the zero tap.
+    keys = (need - need_row * b)[:, None] * (n_sub1 + 1) + tap_row.index_select(0, need_row)
+    sub1, where = _compact(keys, b * (n_sub1 + 1))
+    sub_image = sub1.div(n_sub1 + 1, rounding_mode="floor")
+    sub_row = sub1 - sub_image * (n_sub1 + 1)
+    real = sub_row < n_sub1
+    slot = (torch.cumsum(real, 0) - 1).masked_fill_(~real, int(real.sum()))  # zero taps last
+    contrib = _contributions(trunk, _stage1(trunk, x, t, (sub_image[real], sub_row[real])))
+    taps = slot.index_select(0, where.view(-1)).view(-1, 36).mul_(9)
+    taps = taps.add_(tap_offset.index_select(0, need_row)).view(-1, 9)
+    bounds = torch.searchsorted(need, torch.tensor(t.sub2_start, device=dev) * b).tolist()
+    table = _stage3_table(trunk, contrib, taps, bounds)
+    return F.embedding_bag(rows.view(-1, mask_index.shape[1]), table, mode="sum")
+
+
+def _subset_batch(trunk: _Trunk, x: torch.Tensor, t: _Tables, tail, mask_chunk: int,
+                  index: torch.Tensor, image_chunk: int = 2) -> torch.Tensor:  # fmt: skip
+    # A few images at a time: per image the operations are too small to be fast, and many
+    # images' tables no longer fit in the cache (measured best at 2)
+    dev = x.device
+    tables = (t.mask_index.to(dev), t.tap_row.to(dev), t.tap_offset.to(dev))
+    hidden = [_subset_hidden(trunk, x[lo : lo + image_chunk], t, index[lo : lo + image_chunk],
+                             tables) for lo in range(0, len(x), image_chunk)]  # fmt: skip
     h = torch.cat(hidden)
-    parts = [tail(h[lo : lo + mask_chunk]) for lo in range(0, len(h), mask_chunk)]
-    return torch.cat(parts).view(index.shape + parts[0].shape[1:])
+    out = torch.cat([tail(h[lo : lo + mask_chunk]) for lo in range(0, len(h), mask_chunk)])
+    return out.view(index.shape + out.shape[1:])
 
 
 def factorised_outputs(model: torch.nn.Module, linear: torch.nn.Linear, images: torch.Tensor,
