@@ -11,7 +11,7 @@ import torch
 from debatelab import JudgeCNN
 from debatelab.errors import CacheError
 from debatelab.geometry import Grid, all_masks, masks_to_bool
-from debatelab.judges.allmask import all_mask_probs
+from debatelab.judges.allmask import _compact, all_mask_probs
 from debatelab.judges.columns import column_hits
 from debatelab.store import dump_all_mask_probs, open_store, parse_image_range
 
@@ -64,6 +64,16 @@ def test_fast_equals_naive_on_mnist_four_cells(mnist):
                 model(grid.apply(x[i : i + 1].expand(len(pick), -1, -1, -1), masks)), 1
             )
             assert np.abs(fast[i, pick] - naive.numpy()).max() <= 1e-5
+
+
+@pytest.mark.parametrize("n,size", [(200, 50), (200, 1000), (200, 5000), (30, 400)])
+def test_compact_equals_torch_unique(n, size):
+    """Each way of compacting (marks read back by nonzero or from their positions, sorting
+    when the values are few against the range) equals torch.unique with its inverse."""
+    values = torch.randint(0, size, (n // 10, 10), generator=torch.Generator().manual_seed(n))
+    unique, inverse = _compact(values, size)
+    expected, expected_inverse = torch.unique(values, return_inverse=True)
+    assert torch.equal(unique, expected) and torch.equal(inverse, expected_inverse)
 
 
 def test_all_mask_probs_rejects_bad_input():
