@@ -6,11 +6,13 @@ class queries) and input encoding (consultancy, debate, control) this prints jud
 per second of ``OnPolicyJudge.claim_scores`` on sampled trees of real MNIST test images (the
 batched forward, chunks of 16,000 plays, channels-last) and of the same forward in the plain
 memory layout; then the same sampled trees through the factorised trunk (the CPU default)
-alternated with the batched forward (best of ``--repeats`` runs of each); then the exact search
-(``--search exact``): leaves per second of the factorised trunk on each family's whole universe
-(58,905 masks, 353,430 pair splits, 1,413,720 labelled masks of a control) beside the batched
-forward, and seconds per image of the whole exact play; then seconds per training step (search
-+ one Adam step) at each preset's budget with each scorer, and the peak resident memory.
+alternated with the batched forward (best of ``--repeats`` runs of each), beside the rate of
+the part after the first linear layer alone (both share it, so it bounds both); then the
+exact search (``--search exact``): leaves per second of the factorised trunk on each family's
+whole universe (58,905 masks, 353,430 pair splits, 1,413,720 labelled masks of a control)
+beside the batched forward, and seconds per image of the whole exact play; then seconds per
+training step (search + one Adam step) at each preset's budget with each scorer, and the peak
+resident memory.
 
     python benchmarks/bench_onpolicy.py [--images 8] [--threads 2] [--steps 3] [--repeats 3]
         [--exact-images 2]
@@ -80,6 +82,21 @@ def factorised_sampled_rate(design, family, rule, protocol, images, budget=1296)
     return len(images) * tree.n_leaves / (time.perf_counter() - start)
 
 
+def head_rate(design, family, rule, repeats=5):
+    """Leaves per second of the part after the first linear layer alone (both scorers share
+    it), on random pre-activations in the chunks the judge scores."""
+    judge = _judge(design, family, rule)
+    chunk = judge._chunk()
+    hidden = torch.randn(chunk, judge.first_linear.out_features)
+    best = float("inf")
+    with torch.no_grad():
+        for _ in range(repeats):
+            start = time.perf_counter()
+            judge.scores_from_hidden(hidden)
+            best = min(best, time.perf_counter() - start)
+    return chunk / best
+
+
 def exact_search_rates(design, family, rule, protocol, images):
     """The exact search's leaf scoring (the factorised trunk on the family's whole universe):
     seconds to build the index tables (once per process), leaves per second, and seconds per
@@ -146,14 +163,14 @@ def main():
     print(f"\nsampled trees through the factorised trunk (the CPU default) against the batched "
           f"forward, {args.images} images, best of {args.repeats} alternated runs of each")  # fmt: skip
     print(f"{'design':6} {'encoding':12} {'rule':7} {'protocol':12} {'forward/s':>10} "
-          f"{'leaves/s':>10} {'x forward':>9}")  # fmt: skip
+          f"{'leaves/s':>10} {'x forward':>9} {'head/s':>10}")  # fmt: skip
     for case in CASES:
         forward = rate = 0.0
         for _ in range(args.repeats):  # alternated: the ratio survives a load that drifts
             forward = max(forward, leaves_per_second(*case, images))
             rate = max(rate, factorised_sampled_rate(*case, images))
         print(f"{case[0]:6} {case[1]:12} {case[2]:7} {case[3]:12} {forward:10.0f} {rate:10.0f} "
-              f"{rate / forward:9.1f}")  # fmt: skip
+              f"{rate / forward:9.1f} {head_rate(*case[:3]):10.0f}")  # fmt: skip
     print(f"\nexact search (--search exact), {args.exact_images} images: the factorised trunk on "
           "the whole universe against the batched forward above")  # fmt: skip
     print(f"{'design':6} {'encoding':12} {'rule':7} {'protocol':12} {'tables s':>8} "
