@@ -31,6 +31,7 @@ from debatelab.experiments.judges_train import PRESETS, train_onpolicy
 from debatelab.games.sampled import group_codes, sample_tree, slot_groups
 from debatelab.games.sampled_play import SCORERS, family_universe, play, tree_scores
 from debatelab.geometry import Grid
+from debatelab.judges.allmask import _build_tables
 from debatelab.judges.onpolicy import OnPolicyConfig, OnPolicyJudge, encode, make_model
 
 CASES = [  # (design, family, rule, protocol)
@@ -103,6 +104,7 @@ def exact_search_rates(design, family, rule, protocol, images):
     image of the whole exact play (scoring, every ordered reveal's index, the solve)."""
     judge = _judge(design, family, rule)
     universe = family_universe(family, 36)
+    _build_tables.cache_clear()  # the sampled trees' timing built them already
     start = time.perf_counter()
     judge.universe_scores(images[:1], universe)  # builds the tables
     build = time.perf_counter() - start
