@@ -356,8 +356,14 @@ def test_bits_train_command_writes_a_run_and_reads_the_cache_back(tmp_path, data
     assert "debate4_bits_4" in metrics["checkpoint"]
     manifest = json.loads((tmp_path / "a" / "manifest.json").read_text())
     assert manifest["seeds"] == {"init": 2, "loop": 4}  # arm index 2, four turns
+    # a bits arm ends with the diagnostics of its final judge on the 20 test images
+    diagnostics = json.loads((tmp_path / "a" / "diagnostics.json").read_text())
+    assert sum(diagnostics["codeword_counts"]) == 20 and len(diagnostics["codeword_counts"]) == 16
+    assert 0 <= metrics["codeword_entropy"] == diagnostics["codeword_entropy"] <= 4
+    assert (tmp_path / "a" / "codewords.png").stat().st_size > 0
     again = CliRunner().invoke(main, [*args, "--out", str(tmp_path / "b")])
     assert again.exit_code == 0, again.output
     assert json.loads((tmp_path / "b" / "metrics.json").read_text())["judge"] == metrics["judge"]
+    assert json.loads((tmp_path / "b" / "diagnostics.json").read_text()) == diagnostics
     bad = CliRunner().invoke(main, [*args, "--branching", "4,4", "--out", str(tmp_path / "c")])
     assert bad.exit_code != 0 and "4 turn(s)" in bad.output

@@ -141,7 +141,9 @@ def run(config: ChannelArmConfig, folder: RunFolder) -> dict:
     3 x 64 head; last_b for debate), resumable per epoch. With the channel, every decision
     emits a symbol (one bit per revealed cell) chosen by the same minimax as the cells, and
     the judge reads the play's 4 bits; `--control` is its nested control without them. Writes
-    history.json and curves.png; prints selection, judge accuracy and belief."""
+    history.json and curves.png, and for an arm with bits the diagnostics of its final judge
+    on a fresh test pass (diagnostics.json, codewords.png); prints selection, judge accuracy
+    and belief."""
     device = resolve_device(config.device, config.cluster)
     branching = None
     if config.branching:
@@ -152,13 +154,41 @@ def run(config: ChannelArmConfig, folder: RunFolder) -> dict:
     data = load_variant(cfg.variant, folder.data_dir)
     (judge,) = train_many([cfg], folder, device, data, config.cluster)
     (folder.path / "history.json").write_text(json.dumps(judge.history, indent=1))
-    from ..report.plots import epoch_curves
+    from ..report.plots import codeword_bars, epoch_curves
 
     epoch_curves({cfg.name: judge.history}, folder.file("curves.png"))
     metrics = final_metrics(judge.history)
     folder.echo(f"{cfg.name}: " + ", ".join(f"{k} {100 * metrics[k]:.2f}"
                                             for k in ("selection", "judge", "belief")))  # fmt: skip
+    if cfg.bits:
+        here = resolve_device("auto") if device == "cuda" else device
+        d = _diagnose(cfg, judge.path, data, config.chosen()["eval_images"], here, folder)
+        (folder.path / "diagnostics.json").write_text(json.dumps(d, indent=1))
+        codeword_bars({cfg.name: d["codeword_counts"]}, folder.file("codewords.png"),
+                      f"{config.variant} ({config.preset})")  # fmt: skip
+        metrics["codeword_entropy"] = d["codeword_entropy"]
+        metrics["ablation_judge_accuracy_change"] = d["ablation_judge_accuracy_change"]
+        folder.echo(f"codeword entropy {d['codeword_entropy']:.2f} bits; randomised bits: "
+                    f"judge accuracy {100 * d['ablation_judge_accuracy_change']:+.2f}, belief "
+                    f"{100 * d['ablation_belief_change']:+.2f} points")  # fmt: skip
     return {**metrics, "checkpoint": str(judge.path)}
+
+
+def _diagnose(cfg: OnPolicyConfig, checkpoint, data, eval_images: str, device: str,
+              folder: RunFolder) -> dict:  # fmt: skip
+    """The channel diagnostics of a bits arm's final judge on a fresh test pass of the
+    preset's test images (its own seed, apart from the training's evaluations)."""
+    from ..games.sampled_play import channel_diagnostics
+    from .judges_train import load_onpolicy_judge
+
+    test = range(len(data.x_test))[parse_images(eval_images, len(data.x_test))]
+    judge = load_onpolicy_judge(checkpoint)
+    judge.model.to(device)
+    return channel_diagnostics(
+        judge, data.x_test[test.start : test.stop : test.step].to(device),
+        data.y_test[test.start : test.stop : test.step], protocol=cfg.protocol, rule=cfg.rule,
+        seed=2_000_003 + cfg.seed, batch=64, branching=cfg.branching,
+        progress=folder.progress)  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------
@@ -228,8 +258,6 @@ def run_sweep(config: ChannelSweepConfig, folder: RunFolder) -> dict:
     I(b; y | claim). Writes report.md (tables beside the published deltas and entropies),
     diagnostics.json, codewords.png and curves.png.
     """
-    from ..games.sampled_play import channel_diagnostics
-
     device = resolve_device(config.device, config.cluster)
     here = resolve_device("auto") if device == "cuda" else device  # diagnostics, baselines
     data = load_variant(config.variant, folder.data_dir)
@@ -241,22 +269,15 @@ def run_sweep(config: ChannelSweepConfig, folder: RunFolder) -> dict:
             for protocol, bits, budget_name in ARMS]  # fmt: skip
     for cfg, trained in zip(cfgs, train_many(cfgs, folder, device, data, config.cluster),
                             strict=True):  # fmt: skip
-        protocol, bits = cfg.protocol, cfg.bits
+        bits = cfg.bits
         results[cfg.name] = final_metrics(trained.history)
         histories[cfg.name], configs[cfg.name] = trained.history, cfg
         folder.echo(f"{cfg.name}: " + ", ".join(
             f"{k} {100 * v:.2f}" for k, v in results[cfg.name].items()
             if k in ("selection", "judge", "belief")))  # fmt: skip
         if bits:
-            from .judges_train import load_onpolicy_judge
-
-            judge = load_onpolicy_judge(trained.path)
-            judge.model.to(here)
-            diagnostics[cfg.name] = channel_diagnostics(
-                judge, data.x_test[test.start : test.stop : test.step].to(here),
-                data.y_test[test.start : test.stop : test.step], protocol=protocol,
-                rule=cfg.rule, seed=2_000_003 + cfg.seed, batch=64, branching=cfg.branching,
-                progress=folder.progress)  # fmt: skip
+            diagnostics[cfg.name] = _diagnose(cfg, trained.path, data, chosen["eval_images"],
+                                              here, folder)  # fmt: skip
     budgets = sorted({prod(c.branching) for c in configs.values()})
     base = baselines(config.variant, config.preset, folder, data, test, budgets, here)
     (folder.path / "histories.json").write_text(json.dumps(histories, indent=1))
