@@ -367,3 +367,38 @@ def test_bits_train_command_writes_a_run_and_reads_the_cache_back(tmp_path, data
     assert json.loads((tmp_path / "b" / "diagnostics.json").read_text()) == diagnostics
     bad = CliRunner().invoke(main, [*args, "--branching", "4,4", "--out", str(tmp_path / "c")])
     assert bad.exit_code != 0 and "4 turn(s)" in bad.output
+
+
+def test_bits_sweep_pairs_each_arm_with_its_control_and_shares_the_arms_with_train(
+        tmp_path, data_root, one_torch_thread):  # fmt: skip
+    """A tiny sweep end to end: each delta is its bits arm's judge accuracy minus its nested
+    control's, the report lists every arm, and `bits train` of one arm with the same settings
+    reads the sweep's cached judge back and gives the same diagnostics."""
+    import json
+
+    from click.testing import CliRunner
+
+    from debatelab.cli import main
+
+    common = ["--dataset", "fashionmnist-whitened", "--epochs", "1", "--train-limit", "64",
+              "--eval-images", "0:10000:500", "--data-dir", str(data_root), "--cache-dir",
+              str(tmp_path / "cache"), "--quiet"]  # fmt: skip
+    sweep = CliRunner().invoke(main, ["bits", "sweep", *common, "--out", str(tmp_path / "s")])
+    assert sweep.exit_code == 0, sweep.output
+    metrics = json.loads((tmp_path / "s" / "metrics.json").read_text())
+    for protocol in ("debate2", "debate4", "consultancy"):
+        bits, control = metrics[f"{protocol}_bits_16/judge"], metrics[f"{protocol}_nobits_16/judge"]
+        assert metrics[f"delta/{protocol}"] == pytest.approx(bits - control)
+    assert 0 <= metrics["baseline/gold"] <= 1 and "consultancy_nobits_81/judge" in metrics
+    report = (tmp_path / "s" / "report.md").read_text()
+    assert all(f"| {arm} |" in report for arm in ("debate2_bits_16", "debate4_nobits_16",
+                                                  "consultancy_nobits_81"))  # fmt: skip
+    swept = json.loads((tmp_path / "s" / "diagnostics.json").read_text())
+    assert set(swept) == {"debate2_bits_16", "debate4_bits_16", "consultancy_bits_16"}
+    one = CliRunner().invoke(main, ["bits", "train", *common, "--protocol", "debate2",
+                                    "--out", str(tmp_path / "t")])  # fmt: skip
+    assert one.exit_code == 0, one.output
+    assert json.loads((tmp_path / "t" / "metrics.json").read_text())["judge"] == (
+        metrics["debate2_bits_16/judge"])  # fmt: skip
+    assert json.loads((tmp_path / "t" / "diagnostics.json").read_text()) == (
+        swept["debate2_bits_16"])  # fmt: skip
