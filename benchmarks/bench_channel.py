@@ -9,7 +9,11 @@ arm and of the whole sweep under each preset (training steps, per-epoch evaluati
 diagnostics pass; baselines not included).
 
     python benchmarks/bench_channel.py [--threads 1] [--steps 2] [--presets cpu,paper]
-        [--scorer factorised|batched]
+        [--scorer factorised|batched|both]
+
+With ``--scorer both`` each arm is timed with the factorised scorer and then the batched
+forward, one right after the other, and the row adds the batched leaves per second and the
+ratio (times and estimates are the factorised scorer's).
 """
 
 from __future__ import annotations
@@ -80,9 +84,10 @@ def main():
     )
     parser.add_argument(
         "--scorer",
-        choices=SCORERS,
+        choices=(*SCORERS, "both"),
         default=default_scorer("cpu"),
-        help="how the sampled trees' leaves are scored (default: as on CPU)",
+        help="how the sampled trees' leaves are scored (default: as on CPU); both: factorised "
+        "and batched side by side, with their ratio",
     )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -90,11 +95,13 @@ def main():
         f"threads {args.threads}, {args.steps} timed steps of {args.images} images per arm, "
         f"{args.scorer} scorer"
     )
+    both = args.scorer == "both"
+    extra = " batched leaves/s | ratio |" if both else ""
     print(
         "| dataset | preset | arm | cell paths | leaves/s | search s/img | s/step (batch) | "
-        "est. arm time |"
+        f"est. arm time |{extra}"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|" + "---|---|" * both)
     for variant in args.datasets.split(","):
         data = load_variant(variant)
         channels = _channels(variant)
@@ -107,8 +114,14 @@ def main():
             total = 0.0
             for protocol, bits, budget_name in ARMS:
                 branching = BRANCHING[preset][channels][budget_name]
+                scorer = "factorised" if both else args.scorer
                 rate, per_image, step = time_arm(data, protocol, bits, branching, args.steps,
-                                                 args.images, args.scorer)  # fmt: skip
+                                                 args.images, scorer)  # fmt: skip
+                cells = ""
+                if both:
+                    batched = time_arm(data, protocol, bits, branching, args.steps, args.images,
+                                       "batched")[0]  # fmt: skip
+                    cells = f" {batched:,.0f} | {rate / batched:.1f}x |"
                 steps = -(-n_train // schedule["batch_size"])
                 step *= schedule["batch_size"]  # seconds per step of the preset's batch
                 evals = schedule["epochs"] * n_eval + (n_eval if bits else 0)
@@ -116,9 +129,10 @@ def main():
                 total += arm
                 name = f"{protocol} {'bits' if bits else 'nobits'}"
                 print(f"| {variant} | {preset} | {name} | {'x'.join(map(str, branching))} | "
-                      f"{rate:,.0f} | {per_image:.4f} | {step:.2f} | {arm / 60:.1f} min |",
+                      f"{rate:,.0f} | {per_image:.4f} | {step:.2f} | {arm / 60:.1f} min |{cells}",
                       flush=True)  # fmt: skip
-            print(f"| {variant} | {preset} | **all arms** | | | | | {total / 3600:.2f} h |")
+            print(f"| {variant} | {preset} | **all arms** | | | | | {total / 3600:.2f} h |"
+                  + " | |" * both)  # fmt: skip
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak resident memory {peak:,.0f} MB")
 
