@@ -380,9 +380,9 @@ def test_bits_sweep_pairs_each_arm_with_its_control_and_shares_the_arms_with_tra
 
     from debatelab.cli import main
 
-    common = ["--dataset", "fashionmnist-whitened", "--epochs", "1", "--train-limit", "64",
-              "--eval-images", "0:10000:500", "--data-dir", str(data_root), "--cache-dir",
-              str(tmp_path / "cache"), "--quiet"]  # fmt: skip
+    where = ["--dataset", "fashionmnist-whitened", "--eval-images", "0:10000:500", "--data-dir",
+             str(data_root), "--cache-dir", str(tmp_path / "cache"), "--quiet"]  # fmt: skip
+    common = [*where, "--epochs", "1", "--train-limit", "64"]
     sweep = CliRunner().invoke(main, ["bits", "sweep", *common, "--out", str(tmp_path / "s")])
     assert sweep.exit_code == 0, sweep.output
     metrics = json.loads((tmp_path / "s" / "metrics.json").read_text())
@@ -402,3 +402,10 @@ def test_bits_sweep_pairs_each_arm_with_its_control_and_shares_the_arms_with_tra
         metrics["debate2_bits_16/judge"])  # fmt: skip
     assert json.loads((tmp_path / "t" / "diagnostics.json").read_text()) == (
         swept["debate2_bits_16"])  # fmt: skip
+    # the baselines alone read the sweep's cached judges and draw the same masks
+    base = CliRunner().invoke(main, ["bits", "baselines", *where, "--out", str(tmp_path / "b")])
+    assert base.exit_code == 0, base.output
+    base_metrics = json.loads((tmp_path / "b" / "metrics.json").read_text())
+    assert base_metrics == {k.split("/")[1]: v for k, v in metrics.items()
+                            if k.startswith("baseline/")}  # fmt: skip
+    assert "| random_mask_1 |" in base.output and "51.35" in base.output

@@ -129,3 +129,8 @@ CHANNEL_DELTAS = {
     "cifar10": {"consultancy": -0.33, "debate2": -0.55, "debate4": 0.25},
 }
 CHANNEL_ENTROPY = {"fashionmnist-whitened": {"debate2": 3.27, "debate4": 3.71, "consultancy": 1.31}}
+#: The channel tables' "random mask (1)" baseline, percent, after 15 epochs (TRAINED-JUDGES.md
+#: §6.9): the published table's values come from a second fresh draw of masks, the epoch-15
+#: training log's from the first.
+CHANNEL_RANDOM_MASK = {"fashionmnist-whitened": {"table": 51.35, "log": 50.88},
+                       "cifar10": {"table": 37.41, "log": 36.49}}  # fmt: skip

@@ -52,6 +52,9 @@ EXPERIMENTS = {
                    "Train one arm of the 1-bit argument channel (or its nested control).", "run"),
     "bits sweep": ("bits", "ChannelSweepConfig",
                    "Every arm of the argument channel, baselines and diagnostics.", "run_sweep"),
+    "bits baselines": ("bits", "ChannelBaselinesConfig",
+                       "The channel's baselines alone: gold, random mask, its ensembles.",
+                       "run_baselines"),
     "agents train": ("agents", "AgentsConfig",
                      "Train learned pixel debaters (warm-up + REINFORCE) and play them against "
                      "the search agents.", "run"),
@@ -63,7 +66,8 @@ GROUPS = {
     "judges": "Judges trained on-policy: train one, sweep 13, evaluate any checkpoint.",
     "agents": "Learned debaters of the pixel game: train and evaluate them.",
     "pools": "LLM debate pools from real models, for `debatelab bon`.",
-    "bits": "The 1-bit argument channel: train one arm, or sweep every arm with diagnostics.",
+    "bits": "The 1-bit argument channel: train one arm, sweep every arm with diagnostics, or "
+    "the baselines alone.",
 }
 
 
