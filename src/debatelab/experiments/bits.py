@@ -162,7 +162,8 @@ def run(config: ChannelArmConfig, folder: RunFolder) -> dict:
                                             for k in ("selection", "judge", "belief")))  # fmt: skip
     if cfg.bits:
         here = resolve_device("auto") if device == "cuda" else device
-        d = _diagnose(cfg, judge.path, data, config.chosen()["eval_images"], here, folder)
+        test = _test_images(data, config.chosen()["eval_images"])
+        d = _diagnose(cfg, judge.path, data, test, here, folder)
         (folder.path / "diagnostics.json").write_text(json.dumps(d, indent=1))
         codeword_bars({cfg.name: d["codeword_counts"]}, folder.file("codewords.png"),
                       f"{config.variant} ({config.preset})")  # fmt: skip
@@ -174,14 +175,18 @@ def run(config: ChannelArmConfig, folder: RunFolder) -> dict:
     return {**metrics, "checkpoint": str(judge.path)}
 
 
-def _diagnose(cfg: OnPolicyConfig, checkpoint, data, eval_images: str, device: str,
+def _test_images(data, spec: str) -> range:
+    """The test images an ``--eval-images`` spec names, as a range over the test set."""
+    return range(len(data.x_test))[parse_images(spec, len(data.x_test))]
+
+
+def _diagnose(cfg: OnPolicyConfig, checkpoint, data, test: range, device: str,
               folder: RunFolder) -> dict:  # fmt: skip
-    """The channel diagnostics of a bits arm's final judge on a fresh test pass of the
-    preset's test images (its own seed, apart from the training's evaluations)."""
+    """The channel diagnostics of a bits arm's final judge on a fresh pass of the ``test``
+    images (its own seed, apart from the training's evaluations)."""
     from ..games.sampled_play import channel_diagnostics
     from .judges_train import load_onpolicy_judge
 
-    test = range(len(data.x_test))[parse_images(eval_images, len(data.x_test))]
     judge = load_onpolicy_judge(checkpoint)
     judge.model.to(device)
     return channel_diagnostics(
@@ -280,7 +285,7 @@ def run_baselines(config: ChannelBaselinesConfig, folder: RunFolder) -> dict:
     data = load_variant(config.variant, folder.data_dir)
     folder.seeds.update(gold=GOLD_SEED, random_mask=RANDOM_MASK_SEED)
     chosen = config.eval_images or PRESETS[config.preset]["eval_images"]
-    test = range(len(data.x_test))[parse_images(chosen, len(data.x_test))]
+    test = _test_images(data, chosen)
     base = baselines(config.variant, config.preset, folder, data, test,
                      mask_budgets(config.preset, data.in_channels), device)  # fmt: skip
     published = CHANNEL_RANDOM_MASK.get(config.variant)
@@ -314,7 +319,7 @@ def run_sweep(config: ChannelSweepConfig, folder: RunFolder) -> dict:
     data = load_variant(config.variant, folder.data_dir)
     channels = data.in_channels
     chosen = config.chosen()
-    test = range(len(data.x_test))[parse_images(chosen["eval_images"], len(data.x_test))]
+    test = _test_images(data, chosen["eval_images"])
     results, histories, configs, diagnostics = {}, {}, {}, {}
     cfgs = [config.arm(protocol, bits, budget_name, channels)
             for protocol, bits, budget_name in ARMS]  # fmt: skip
@@ -327,8 +332,7 @@ def run_sweep(config: ChannelSweepConfig, folder: RunFolder) -> dict:
             f"{k} {100 * v:.2f}" for k, v in results[cfg.name].items()
             if k in ("selection", "judge", "belief")))  # fmt: skip
         if bits:
-            diagnostics[cfg.name] = _diagnose(cfg, trained.path, data, chosen["eval_images"],
-                                              here, folder)  # fmt: skip
+            diagnostics[cfg.name] = _diagnose(cfg, trained.path, data, test, here, folder)
     base = baselines(config.variant, config.preset, folder, data, test,
                      mask_budgets(config.preset, channels), here)  # fmt: skip
     (folder.path / "histories.json").write_text(json.dumps(histories, indent=1))
