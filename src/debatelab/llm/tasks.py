@@ -23,7 +23,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .harness import free_names
 from .sandbox import DEFAULT_LIMITS, SandboxLimits, run_python
+from .verify import Verdict, verify_functions
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,8 @@ class CodeTask:
         return code.strip("\n") + "\n" if code and code.strip() else None
 
     def program(self, question: Question, answer: str) -> str:
-        """The whole program that the sandbox runs for ``answer`` (unit-test tasks)."""
+        """The code that the candidate sandbox loads for ``answer`` (unit-test tasks): the
+        proposal, under the problem's own signature when it is a bare body."""
         truth = question.truth
         entry = truth.get("entry_point")
         header = truth.get("header", "")
@@ -72,21 +75,31 @@ class CodeTask:
             # the proposal is a body: put it under the problem's own signature
             body = "\n".join(("    " + line if line.strip() and not line.startswith((" ", "\t"))
                               else line) for line in answer.splitlines())  # fmt: skip
-            code = header + body + "\n"
-        else:  # a whole function (helpers from the problem's header stay defined)
-            code = (header + "    pass\n\n" if header else "") + answer
-        check = f"\ncheck({entry})\n" if truth.get("check") else "\n"
-        return code + "\n\n" + truth["tests"] + check
+            return header + body + "\n"
+        # a whole function (helpers from the problem's header stay defined)
+        return (header + "    pass\n\n" if header else "") + answer
+
+    def check(self, question: Question, answer: str) -> Verdict:
+        """The verdict on ``answer``, with its reason (see :mod:`debatelab.llm.verify`)."""
+        truth = question.truth
+        if "io" in truth:
+            for k, case in enumerate(truth["io"]):
+                if not _io_case(answer, case, self.limits):
+                    return Verdict(False, f"stdin case {k + 1} of {len(truth['io'])} failed")
+            return Verdict(True, "passed")
+        entry = truth.get("entry_point")
+        under_test = sorted(set(truth.get("under_test") or ()) | ({entry} if entry else set()))
+        return verify_functions(self.program(question, answer), truth["tests"], under_test,
+                                check=entry if truth.get("check") else None,
+                                header=truth.get("header", ""), limits=self.limits)  # fmt: skip
 
     def verify(self, question: Question, answer: str) -> float:
-        if "io" in question.truth:
-            cases = question.truth["io"]
-            passed = sum(_io_case(answer, case, self.limits) for case in cases)
-            return float(passed == len(cases))
-        return float(run_python(self.program(question, answer), self.limits).ok)
+        return float(self.check(question, answer).passed)
 
 
 def _io_case(code: str, case: dict, limits: SandboxLimits) -> bool:
+    """A whole program on one stdin case: right when it exits normally and its stdout is the
+    expected output (the host compares; the program only writes)."""
     result = run_python(code, limits, stdin=str(case["input"]))
     return result.ok and result.stdout.strip() == str(case["output"]).strip()
 
@@ -118,7 +131,9 @@ def code_file_task(path: str | Path, limits: SandboxLimits = DEFAULT_LIMITS) -> 
     if not path.is_file():
         raise FileNotFoundError(f"no task file at {path}")
     questions = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for lineno, line in enumerate(read_text_file(path, "a JSON Lines file of code tasks (one "
+                                                 '{"id", "prompt", "tests" or "io"} object '
+                                                 "a line)").splitlines(), 1):  # fmt: skip
         if not line.strip():
             continue
         try:
@@ -131,11 +146,32 @@ def code_file_task(path: str | Path, limits: SandboxLimits = DEFAULT_LIMITS) -> 
                              f"'tests' (Python asserts) or 'io' (stdin/stdout cases)"
                              + (f"; missing {missing}" if missing else ""))  # fmt: skip
         truth = {k: obj[k] for k in ("tests", "io", "entry_point") if k in obj}
+        if "tests" in truth:
+            try:
+                truth["under_test"] = sorted(free_names(str(truth["tests"])))
+            except SyntaxError as exc:
+                raise ValueError(f"{path}:{lineno}: the tests are not valid Python "
+                                 f"({exc.msg}, line {exc.lineno})") from None  # fmt: skip
         questions.append(Question(str(obj["id"]), f"{CODE_INSTRUCTION}\n\n{obj['prompt']}",
                                   truth))  # fmt: skip
     if not questions:
         raise ValueError(f"{path}: no tasks")
     return CodeTask(path.stem, questions, limits)
+
+
+def read_text_file(path: Path, wanted: str) -> str:
+    """The UTF-8 text of ``path``; one clear error naming the file when it is not text."""
+    data = path.read_bytes()
+    bad = None
+    nul = data.find(b"\0")
+    if nul >= 0:
+        bad = f"it holds a NUL byte at offset {nul}"
+    else:
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            bad = f"byte {exc.start} is not UTF-8"
+    raise ValueError(f"{path} is not a text file ({bad}); give {wanted}")
 
 
 def grid_text(grid) -> str:
@@ -211,7 +247,7 @@ def load_task(spec: str, limits: SandboxLimits = DEFAULT_LIMITS):
         return humaneval_task(limits)
     if spec in ("arc", "arc:smallest"):
         return ArcTask("smallest" if spec.endswith("smallest") else "dataset")
-    if spec.endswith((".jsonl", ".json")):
+    if spec.endswith((".jsonl", ".json")) or Path(spec).is_file():
         return code_file_task(spec, limits)
     raise ValueError(f"unknown task {spec!r}: use humaneval, arc, arc:smallest or a .jsonl "
                      "file of code tasks")  # fmt: skip

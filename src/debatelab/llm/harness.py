@@ -1,0 +1,382 @@
+"""The code that runs inside the sandbox, and the plain-data codec the host shares with it.
+
+This module imports the standard library only: the host imports it for the codec
+(:func:`encode`, :func:`decode`), and :mod:`debatelab.llm.sandbox` sends its source text into
+every sandbox, where it runs as the first code of the sandbox's one Python process:
+
+1. ``confine``: while it still holds the capabilities bubblewrap lent it inside the sandbox's
+   own user namespace, it mounts the one size- and inode-limited tmpfs at ``/tmp`` (the
+   sandbox's whole writable disk), forbids new user namespaces, sets the process limits
+   (RLIMIT_NPROC 0: no fork, no thread, so the address-space limit is the memory budget of the
+   whole sandbox), then drops every capability for good (bounding set, securebits locked,
+   ambient set cleared) and checks that they are gone;
+2. then one of three roles: ``program`` runs a whole program (stdin/stdout tasks);
+   ``candidate`` loads model-written code and answers calls, one JSON line per call, with plain
+   data; ``checker`` runs a task's trusted tests with every function under test replaced by a
+   proxy that asks the host, and writes the verdict with the run's secret.
+
+Plain data are None, bool, int, float, complex, str, bytes and lists, tuples, dicts, sets and
+frozensets of them, each tagged with its exact type: a subclass, a generator or an object with
+its own ``__eq__`` cannot be written, and whatever bytes arrive are decoded into builtin values
+only (:func:`decode`), with a size and a depth bound.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import json
+import os
+import sys
+
+MAX_DEPTH = 64
+
+
+class PlainDataError(ValueError):
+    """A value that is not plain data, or a message that does not decode into plain data."""
+
+
+# -- the codec ----------------------------------------------------------------------------------
+def _enc(value, depth):
+    if depth > MAX_DEPTH:
+        raise PlainDataError("nested too deeply")
+    kind = type(value)
+    if value is None or kind is bool or kind is str:
+        return value
+    if kind is int:
+        return ["i", hex(value)]
+    if kind is float:
+        return ["f", value.hex()]
+    if kind is complex:
+        return ["c", value.real.hex(), value.imag.hex()]
+    if kind is bytes:
+        return ["b", value.hex()]
+    if kind is list or kind is tuple or kind is set or kind is frozenset:
+        tag = {list: "l", tuple: "t", set: "s", frozenset: "F"}[kind]
+        return [tag, [_enc(v, depth + 1) for v in value]]
+    if kind is dict:
+        return ["d", [[_enc(k, depth + 1), _enc(v, depth + 1)] for k, v in value.items()]]
+    tolist = getattr(value, "tolist", None)  # numpy scalars and arrays: their plain values
+    if type(value).__module__ == "numpy" and callable(tolist):
+        return _enc(tolist(), depth)
+    raise PlainDataError(f"a {kind.__name__} is not plain data")
+
+
+def encode(value) -> object:
+    """``value`` as a JSON-ready tree that keeps every type; :class:`PlainDataError` if it is
+    not plain data."""
+    try:
+        return _enc(value, 0)
+    except RecursionError:
+        raise PlainDataError("nested too deeply") from None
+
+
+def _dec(obj, depth):
+    if depth > MAX_DEPTH:
+        raise PlainDataError("nested too deeply")
+    kind = type(obj)
+    if obj is None or kind is bool or kind is str:
+        return obj
+    if kind is not list or not obj or type(obj[0]) is not str:
+        raise PlainDataError("not a tagged value")
+    tag = obj[0]
+    if tag in ("i", "f", "b") and len(obj) == 2 and type(obj[1]) is str:
+        text = obj[1]
+        if tag == "i":
+            return int(text, 16)
+        if tag == "f":
+            return float.fromhex(text)
+        return bytes.fromhex(text)
+    if tag == "c" and len(obj) == 3 and type(obj[1]) is str and type(obj[2]) is str:
+        return complex(float.fromhex(obj[1]), float.fromhex(obj[2]))
+    if tag in ("l", "t", "s", "F", "d") and len(obj) == 2 and type(obj[1]) is list:
+        if tag == "d":
+            out = {}
+            for pair in obj[1]:
+                if type(pair) is not list or len(pair) != 2:
+                    raise PlainDataError("a dict entry is not a pair")
+                out[_dec(pair[0], depth + 1)] = _dec(pair[1], depth + 1)
+            return out
+        items = [_dec(v, depth + 1) for v in obj[1]]
+        return {"l": list, "t": tuple, "s": set, "F": frozenset}[tag](items)
+    raise PlainDataError(f"unknown tag {tag[:20]!r}")
+
+
+def decode(obj) -> object:
+    """The plain value of an :func:`encode` tree that came from anywhere (hostile included)."""
+    try:
+        return _dec(obj, 0)
+    except PlainDataError:
+        raise
+    except (ValueError, TypeError, OverflowError, RecursionError, MemoryError) as exc:
+        raise PlainDataError(f"{type(exc).__name__}: {str(exc)[:200]}") from None
+
+
+# -- strict comparison (the checker's ==, != and in) --------------------------------------------
+_NUMBERS = (int, float)
+
+
+def strict_equal(a, b) -> bool:
+    """``a == b`` with types: bool never equals a number (``True != 1``), a list never a tuple,
+    a set never a frozenset; int and float compare by value."""
+    ta, tb = type(a), type(b)
+    if ta is not tb:
+        return ta in _NUMBERS and tb in _NUMBERS and a == b
+    if ta is list or ta is tuple:
+        return len(a) == len(b) and all(strict_equal(x, y) for x, y in zip(a, b))  # noqa: B905
+    if ta is dict:
+        if len(a) != len(b):
+            return False
+        typed = {(type(k), k): v for k, v in b.items()}
+        return all((type(k), k) in typed and strict_equal(v, typed[(type(k), k)])
+                   for k, v in a.items())  # fmt: skip
+    if ta is set or ta is frozenset:
+        return len(a) == len(b) and {(type(x), x) for x in a} == {(type(x), x) for x in b}
+    return bool(a == b)
+
+
+def _compare(left, ops, rights):
+    for op, right in zip(ops, rights):  # noqa: B905 (the sandbox's Python may be older)
+        if op == "==":
+            ok = strict_equal(left, right)
+        elif op == "!=":
+            ok = not strict_equal(left, right)
+        elif op in ("in", "not in"):
+            if type(right) in (str, bytes):
+                ok = left in right
+            elif type(right) is dict:
+                ok = any(strict_equal(left, k) for k in right)
+            else:
+                ok = any(strict_equal(left, x) for x in right)
+            ok = ok if op == "in" else not ok
+        else:
+            ok = _OPS[op](left, right)
+        if not ok:
+            return False
+        left = right
+    return True
+
+
+def _truth(value):
+    """An asserted call's result must be a bool (``assert f(x)`` is not passed by ``[0]``)."""
+    if type(value) is not bool:
+        raise AssertionError(f"expected True or False, got a {type(value).__name__}")
+    return value
+
+
+_OPS = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
+        ">=": lambda a, b: a >= b, "is": lambda a, b: a is b,
+        "is not": lambda a, b: a is not b}  # fmt: skip
+_OP_TEXT = {ast.Eq: "==", ast.NotEq: "!=", ast.In: "in", ast.NotIn: "not in", ast.Lt: "<",
+            ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Is: "is", ast.IsNot: "is not"}  # fmt: skip
+
+
+class _Strict(ast.NodeTransformer):
+    """Rewrites tests so that ``==``, ``!=``, ``in`` compare with types, and an asserted call
+    of a function under test must return a bool."""
+
+    def __init__(self, called: set[str]):
+        self.called = called
+
+    def visit_Compare(self, node):  # noqa: N802
+        self.generic_visit(node)
+        ops = [_OP_TEXT[type(op)] for op in node.ops]
+        if not set(ops) & {"==", "!=", "in", "not in"}:
+            return node
+        call = ast.Call(ast.Name("_dl_compare", ast.Load()),
+                        [node.left, ast.Tuple([ast.Constant(o) for o in ops], ast.Load()),
+                         ast.Tuple(node.comparators, ast.Load())], [])  # fmt: skip
+        return ast.copy_location(call, node)
+
+    def visit_Assert(self, node):  # noqa: N802
+        self.generic_visit(node)
+        test, negated = node.test, False
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test, negated = test.operand, True
+        if isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and \
+                test.func.id in self.called:  # fmt: skip
+            wrapped = ast.Call(ast.Name("_dl_truth", ast.Load()), [test], [])
+            node.test = ast.UnaryOp(ast.Not(), wrapped) if negated else wrapped
+            ast.fix_missing_locations(node)
+        return node
+
+
+def free_names(tests: str) -> set[str]:
+    """Names the tests read but never bind and that are no builtins: the functions under test."""
+    tree = ast.parse(tests)
+    bound, read = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+    return read - bound - set(dir(builtins))
+
+
+# -- inside the sandbox -------------------------------------------------------------------------
+def _confine(setup):
+    """Mount the disk budget, forbid new namespaces and processes, drop every capability."""
+    import ctypes
+    import resource
+
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def check(result, what):
+        if result != 0:
+            raise OSError(ctypes.get_errno(), f"sandbox setup: {what} failed")
+
+    options = f"size={setup['tmp_bytes']},nr_inodes={setup['tmp_files']},mode=1777"
+    check(libc.mount(b"tmpfs", b"/tmp", b"tmpfs", 2 | 4 | 8, options.encode()), "mount /tmp")
+    with open("/proc/sys/user/max_user_namespaces", "w") as fh:  # no nested user namespace
+        fh.write("0")
+    for cap in range(64):  # the bounding set, then securebits: no capability comes back on exec
+        if libc.prctl(24, cap, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
+            break
+    check(libc.prctl(28, 0xEB, 0, 0, 0), "securebits")  # NOROOT, locks, no ambient raise
+    check(libc.prctl(47, 4, 0, 0, 0), "clearing ambient capabilities")
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                    ("inheritable", ctypes.c_uint32)]  # fmt: skip
+
+    check(libc.capset(ctypes.byref(Header(0x20080522, 0)), (Data * 2)()), "capset")
+    status = open("/proc/self/status").read()
+    caps = {line.split(":")[0]: int(line.split()[1], 16) for line in status.splitlines()
+            if line.startswith("Cap")}  # fmt: skip
+    if any(caps.values()) or "NoNewPrivs:\t1" not in status:
+        raise OSError("sandbox setup: capabilities are left")
+    if open("/proc/sys/user/max_user_namespaces").read().strip() != "0":
+        raise OSError("sandbox setup: user namespaces are not off")
+    for limit, value in ((resource.RLIMIT_NPROC, 0), (resource.RLIMIT_NOFILE,
+                                                      setup["open_files"])):  # fmt: skip
+        resource.setrlimit(limit, (value, value))
+    os.chdir("/tmp")
+    os.environ["HOME"] = os.environ["TMPDIR"] = "/tmp"
+
+
+def _lines(fd):
+    """Lines from ``fd`` (the host bounds what it sends)."""
+    buf = b""
+    while True:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            return
+        buf += chunk
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            yield json.loads(line)
+
+
+def _send(fd, obj):
+    data = (json.dumps(obj, separators=(",", ":")) + "\n").encode()
+    while data:
+        data = data[os.write(fd, data) :]
+
+
+def _serve_candidate(setup):
+    """Load the model-written code, then answer each call with a plain value or an error."""
+    space = {"__name__": "__candidate__", "__builtins__": builtins}
+    requests, replies = setup["inbox"], setup["outbox"]
+    try:
+        exec(compile(setup["code"], "/tmp/solution.py", "exec"), space)
+        load_error = None
+    except BaseException as exc:  # noqa: BLE001 (anything the code raises is its failure)
+        load_error = type(exc).__name__
+    for request in _lines(requests):
+        seq = request["call"]
+        if load_error is not None:
+            _send(replies, {"seq": seq, "raise": "<load>", "detail": load_error})
+            continue
+        try:
+            func = space[request["name"]]
+            value = func(*decode(request["args"]), **decode(request["kwargs"]))
+            _send(replies, {"seq": seq, "return": encode(value)})
+        except PlainDataError as exc:
+            _send(replies, {"seq": seq, "raise": "<not plain data>", "detail": str(exc)})
+        except BaseException as exc:  # noqa: BLE001
+            _send(replies, {"seq": seq, "raise": type(exc).__name__})
+
+
+class CandidateError(Exception):
+    """The function under test raised, or could not answer."""
+
+
+class _Proxy:
+    """Stands for a function under test: each call crosses to the host as plain data."""
+
+    def __init__(self, name, channel):
+        self.name, self._channel = name, channel
+
+    def __call__(self, *args, **kwargs):
+        return self._channel.call(self.name, args, kwargs)
+
+    def __repr__(self):
+        return f"<function {self.name} under test>"
+
+
+class _Channel:
+    def __init__(self, requests, replies):
+        self.requests, self.replies, self.seq = requests, replies, 0
+        self._incoming = _lines(replies)
+
+    def call(self, name, args, kwargs):
+        self.seq += 1
+        _send(self.requests, {"call": self.seq, "name": name, "args": encode(list(args)),
+                              "kwargs": encode(dict(kwargs))})  # fmt: skip
+        reply = next(self._incoming)
+        if reply.get("seq") != self.seq:
+            raise SystemExit("out of step with the host")
+        if "return" in reply:
+            return decode(reply["return"])
+        kind = getattr(builtins, str(reply.get("raise")), None)
+        if isinstance(kind, type) and issubclass(kind, Exception):
+            raise kind(f"raised by {name}")
+        raise CandidateError(f"{name}: {reply.get('raise')}")
+
+
+def _run_checker(setup):
+    """Run the tests with proxies for the functions under test; write the verdict."""
+    channel = _Channel(setup["outbox"], setup["inbox"])
+    called = set(setup["under_test"]) | {"candidate"}
+    space = {"__name__": "__main__", "__builtins__": builtins, "_dl_compare": _compare,
+             "_dl_truth": _truth}  # fmt: skip
+    verdict = {"verdict": setup["nonce"], "passed": False}
+    try:
+        if setup.get("header"):
+            exec(compile(setup["header"], "/tmp/header.py", "exec"), space)
+        for name in setup["under_test"]:
+            space[name] = _Proxy(name, channel)
+        tree = ast.fix_missing_locations(_Strict(called).visit(ast.parse(setup["tests"])))
+        exec(compile(tree, "/tmp/tests.py", "exec"), space)
+        if setup.get("check"):
+            space["check"](space[setup["check"]])
+        verdict["passed"] = True
+    except BaseException as exc:  # noqa: BLE001 (any failure of the tests is a fail verdict)
+        verdict["error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+    _send(setup["outbox"], verdict)
+
+
+def _run_program(setup):
+    space = {"__name__": "__main__", "__builtins__": builtins, "__file__": "/tmp/main.py"}
+    sys.argv = ["/tmp/main.py"]
+    exec(compile(setup["code"], "/tmp/main.py", "exec"), space)
+
+
+def main(setup):
+    _confine(setup)
+    role = setup["role"]
+    del setup["role"]
+    {"program": _run_program, "candidate": _serve_candidate, "checker": _run_checker}[role](setup)
+
+
+if __name__ == "__harness__":
+    main(SETUP)  # noqa: F821 (given by the bootstrap)
