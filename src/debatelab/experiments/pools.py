@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..atomic import write_atomic, write_json
-from ..llm.backends import ReplyError, load_model
+from ..llm.backends import DEFAULT_TIMEOUT, ReplyError, load_model
 from ..llm.cache import CallCache
 from ..llm.generate import ROLES, PoolGenerator, PoolPlan, load_templates
 from ..llm.sandbox import SandboxLimits, check_available
@@ -79,7 +79,11 @@ class PoolsConfig:
     concurrency: int = field(default=8, compare=False, metadata={"min": 1})
     """Calls in flight to an HTTP back end (an in-process model takes one at a time)."""
     retries: int = field(default=4, compare=False, metadata={"min": 0})
-    """Retries of a failed HTTP call (connection errors, 429, 5xx), with exponential backoff."""
+    """Retries of a failed HTTP call (connection errors, 429, 5xx, timeouts), with exponential
+    backoff."""
+    http_timeout: float = field(default=DEFAULT_TIMEOUT, compare=False)
+    """Seconds to wait for one HTTP reply before retrying; a server silent through every retry
+    stops the run (a hung server costs at most about timeout x (retries + 1) per call)."""
     debater_prices: str = field(default="0,0", compare=False)
     """USD per million input, output tokens of the debater (for the cost lines)."""
     judge_prices: str = field(default="0,0", compare=False)
@@ -92,6 +96,11 @@ class PoolsConfig:
         self.plan()
         for name in ("debater_prices", "judge_prices"):
             _prices(getattr(self, name), name)
+        if not (isinstance(self.http_timeout, int | float) and 0 < self.http_timeout < 1e6):
+            raise ValueError(f"--http-timeout {self.http_timeout!r}: give seconds, more than 0")
+        if not (isinstance(self.sandbox_seconds, int | float) and 0 < self.sandbox_seconds < 1e6):
+            raise ValueError(f"--sandbox-seconds {self.sandbox_seconds!r}: give seconds, more "
+                             "than 0")  # fmt: skip
 
     def span(self) -> tuple[int, int]:
         try:
@@ -171,7 +180,7 @@ def run(config: PoolsConfig, folder: RunFolder) -> dict:
 
     def model(spec):
         return load_model(spec, concurrency=config.concurrency, n_ctx=config.context,
-                          retries=config.retries)  # fmt: skip
+                          retries=config.retries, timeout=config.http_timeout)  # fmt: skip
 
     debater = model(config.debater)
     judge = debater if (config.judge or None) == (config.debater or None) else model(config.judge)

@@ -30,6 +30,9 @@ from ..errors import DebatelabError
 DEFAULT_MODEL = "llamacpp:smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 TOP_LOGPROBS = 20  # the most OpenAI-compatible servers return
+#: Rounding a log-probability may leave above 0 (a softmax computed in float32).
+LOGPROB_SLACK = 1e-4
+DEFAULT_TIMEOUT = 120.0
 
 
 class BackendError(DebatelabError):
@@ -58,20 +61,50 @@ class Reply:
     def from_json(cls, obj: dict) -> Reply:
         return cls(obj["text"], obj["prompt_tokens"], obj["completion_tokens"], obj["logprobs"])
 
+    def check(self, where: str = "the model") -> Reply:
+        """This reply, or :class:`ReplyError` when it is not usable: text that is not valid
+        Unicode (a lone surrogate), token counts that are not counts, log-probabilities that
+        are not finite and at most 0. Checked on every use, cached replies included, so a bad
+        reply in the cache is a recorded failure on every rerun, never a crash."""
+        if not isinstance(self.text, str):
+            raise ReplyError(f"{where}: a reply whose text is not text")
+        try:
+            self.text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ReplyError(f"{where}: a reply holding text that is not valid Unicode "
+                             f"({exc.reason} at character {exc.start})") from None  # fmt: skip
+        for name in ("prompt_tokens", "completion_tokens"):
+            value = getattr(self, name)
+            if type(value) is not int or value < 0:
+                raise ReplyError(f"{where}: a reply whose {name} is {value!r}, not a count")
+        if not isinstance(self.logprobs, dict):
+            raise ReplyError(f"{where}: a reply whose log-probabilities are not a mapping")
+        for token, value in self.logprobs.items():
+            if value is None:
+                continue
+            if type(value) not in (int, float) or not np.isfinite(value) or value > LOGPROB_SLACK:
+                raise ReplyError(f"{where}: the log-probability of {token!r} is {value!r}; a "
+                                 "log-probability is a finite number at most 0")  # fmt: skip
+        return self
+
 
 def verdict_score(logprobs: dict[str, float | None], yes: tuple[str, ...],
                   no: tuple[str, ...]) -> float:  # fmt: skip
     """P(yes) / (P(yes) + P(no)) from a softmax restricted to the candidate tokens; a candidate
     the back end could not see (``None``) takes the smallest log-probability seen."""
-    seen = [v for v in logprobs.values() if v is not None]
+    Reply(logprobs=logprobs).check("the judge")
+    seen = [min(float(v), 0.0) for v in logprobs.values() if v is not None]
     if not seen:
         raise ReplyError(f"the judge's reply starts with none of its verdict tokens "
                          f"{', '.join(map(repr, yes + no))}")  # fmt: skip
     floor = min(seen)
-    values = np.array([logprobs.get(c) if logprobs.get(c) is not None else floor
+    values = np.array([min(float(logprobs[c]), 0.0) if logprobs.get(c) is not None else floor
                        for c in yes + no])  # fmt: skip
     weights = np.exp(values - values.max())
-    return float(weights[: len(yes)].sum() / weights.sum())
+    score = float(weights[: len(yes)].sum() / weights.sum())
+    if not 0.0 <= score <= 1.0:  # cannot happen for finite inputs; never write a NaN score
+        raise ReplyError(f"the judge's log-probabilities give the score {score!r}")
+    return score
 
 
 def smollm2_path() -> Path:
@@ -163,7 +196,9 @@ class OpenAIModel:
     """A model behind an OpenAI-compatible chat-completions endpoint."""
 
     def __init__(self, model: str, base_url: str | None = None, *, concurrency: int = 8,
-                 timeout: float = 120.0, retries: int = 4):  # fmt: skip
+                 timeout: float = DEFAULT_TIMEOUT, retries: int = 4):  # fmt: skip
+        if not timeout > 0:
+            raise ValueError(f"the HTTP timeout must be positive, got {timeout!r}")
         try:
             import openai
         except ImportError:
@@ -175,6 +210,7 @@ class OpenAIModel:
             "https://api.openai.com/v1"  # fmt: skip
         self.name = f"openai:{model}@{self.base_url}"
         self.concurrency = concurrency
+        self.timeout = timeout
         self._client = openai.OpenAI(base_url=self.base_url, timeout=timeout, max_retries=retries,
                                      api_key=os.environ.get("OPENAI_API_KEY") or "no-key")  # fmt: skip
 
@@ -182,24 +218,29 @@ class OpenAIModel:
         errors = self._openai
         try:
             return self._client.chat.completions.create(model=self.model, n=1, **kwargs)
+        except errors.APITimeoutError:
+            raise BackendError(f"{self.name}: no reply within {self.timeout:g} s (after the "
+                               "retries); is the server hung? A slow server needs a longer "
+                               "--http-timeout") from None  # fmt: skip
         except (errors.APIConnectionError, errors.AuthenticationError,
                 errors.PermissionDeniedError, errors.NotFoundError) as exc:  # fmt: skip
             raise BackendError(f"{self.name}: {type(exc).__name__}: {exc}. Is the server "
                                "running at that address, and the model name right?") from None  # fmt: skip
         except errors.APIError as exc:  # 4xx/5xx left after the client's retries, bad JSON
-            raise ReplyError(f"{self.name}: {type(exc).__name__}: {exc}") from None
+            raise ReplyError(f"{self.name}: {type(exc).__name__}: {str(exc)[:300]}") from None
+        except (ValueError, TypeError, AttributeError, KeyError) as exc:  # a body not JSON
+            raise ReplyError(f"{self.name}: a reply that is not a chat completion "
+                             f"({type(exc).__name__}: {str(exc)[:200]})") from None  # fmt: skip
 
     def chat(self, messages: list[dict], *, temperature: float, max_tokens: int,
              seed: int) -> Reply:  # fmt: skip
         out = self._create(messages=messages, temperature=temperature, max_tokens=max_tokens,
                            seed=seed)  # fmt: skip
         choice = _first_choice(out, self.name)
-        text = getattr(choice.message, "content", None)
+        text = getattr(getattr(choice, "message", None), "content", None)
         if not isinstance(text, str):
             raise ReplyError(f"{self.name}: a reply without text")
-        usage = getattr(out, "usage", None)
-        return Reply(text, getattr(usage, "prompt_tokens", 0) or 0,
-                     getattr(usage, "completion_tokens", 0) or 0)  # fmt: skip
+        return Reply(text, *_usage(out)).check(self.name)
 
     def verdict(self, messages: list[dict], candidates: tuple[str, ...]) -> Reply:
         out = self._create(messages=messages, temperature=0.0, max_tokens=1, logprobs=True,
@@ -210,22 +251,37 @@ class OpenAIModel:
             raise ReplyError(f"{self.name}: no log-probabilities in the reply; the server must "
                              "support logprobs/top_logprobs for a judge")  # fmt: skip
         seen: dict[str, float] = {}
-        for item in content[0].top_logprobs or []:
-            key = item.token.strip()
-            seen[key] = max(seen.get(key, -np.inf), item.logprob)
-        usage = getattr(out, "usage", None)
-        return Reply("", getattr(usage, "prompt_tokens", 0) or 0, 1,
-                     {c: seen.get(c.strip()) for c in candidates})  # fmt: skip
+        try:
+            for item in content[0].top_logprobs or []:
+                key, value = item.token.strip(), item.logprob
+                if type(value) not in (int, float) or not np.isfinite(value) or \
+                        value > LOGPROB_SLACK:  # fmt: skip
+                    raise ReplyError(f"{self.name}: the log-probability of {key!r} is "
+                                     f"{value!r}; a log-probability is a finite number at "
+                                     "most 0")  # fmt: skip
+                seen[key] = max(seen.get(key, -np.inf), float(value))
+        except (AttributeError, TypeError, IndexError, KeyError) as exc:
+            raise ReplyError(f"{self.name}: malformed log-probabilities "
+                             f"({type(exc).__name__})") from None  # fmt: skip
+        return Reply("", _usage(out)[0], 1,
+                     {c: seen.get(c.strip()) for c in candidates}).check(self.name)  # fmt: skip
 
 
 def _first_choice(out, name: str):
     choices = getattr(out, "choices", None)
-    if not choices:
+    if not choices or not isinstance(choices, list | tuple):
         raise ReplyError(f"{name}: a reply without choices")
     return choices[0]
 
 
-def load_model(spec: str | None, *, concurrency: int = 8, n_ctx: int = 8192, retries: int = 4):
+def _usage(out) -> tuple[int, int]:
+    usage = getattr(out, "usage", None)
+    counts = [getattr(usage, k, 0) or 0 for k in ("prompt_tokens", "completion_tokens")]
+    return tuple(c if type(c) is int and c >= 0 else 0 for c in counts)  # type: ignore[return-value]
+
+
+def load_model(spec: str | None, *, concurrency: int = 8, n_ctx: int = 8192, retries: int = 4,
+               timeout: float = DEFAULT_TIMEOUT):  # fmt: skip
     """The back end named ``spec`` (``BACKEND:MODEL``; ``None`` for the embedded default)."""
     spec = spec or DEFAULT_MODEL
     backend, _, model = spec.partition(":")
@@ -234,6 +290,7 @@ def load_model(spec: str | None, *, concurrency: int = 8, n_ctx: int = 8192, ret
         return LlamaCppModel(path, n_ctx=n_ctx)
     if backend == "openai" and model:
         name, _, url = model.partition("@")
-        return OpenAIModel(name, url or None, concurrency=concurrency, retries=retries)
+        return OpenAIModel(name, url or None, concurrency=concurrency, retries=retries,
+                           timeout=timeout)  # fmt: skip
     raise ValueError(f"unknown model back end {spec!r}: use llamacpp:smollm2, "
                      "llamacpp:PATH.gguf, openai:MODEL or openai:MODEL@URL")  # fmt: skip

@@ -17,7 +17,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 
-from .backends import Reply
+from .backends import Reply, ReplyError
 
 
 def call_key(model_name: str, kind: str, messages: list[dict], settings: dict,
@@ -53,17 +53,30 @@ class CallCache:
                              (key, json.dumps(reply.to_json())))  # fmt: skip
 
     def call(self, role: str, key: str, make: Callable[[], Reply]) -> Reply:
-        """The cached reply of ``key``, else ``make()`` stored under it; counted for ``role``."""
-        reply = self.get(key)
+        """The cached reply of ``key``, else ``make()`` stored under it; counted for ``role``.
+        A reply that is not usable (:meth:`Reply.check`) raises :class:`ReplyError` here, cached
+        or not: the caller records the failure, and a rerun records it again without a call."""
+        try:
+            reply = self.get(key)
+        except (ValueError, KeyError, TypeError):  # a row that is not a reply: make it again
+            reply = None
         cached = reply is not None
         if not cached:
             reply = make()
             self.put(key, reply)
+        try:
+            reply.check(role)
+            error = None
+        except ReplyError as exc:
+            error = exc
         with self._lock:
             count = self.counts[role]
             count["calls_cached" if cached else "calls_made"] += 1
-            count["prompt_tokens"] += reply.prompt_tokens
-            count["completion_tokens"] += reply.completion_tokens
+            if error is None:
+                count["prompt_tokens"] += reply.prompt_tokens
+                count["completion_tokens"] += reply.completion_tokens
+        if error is not None:
+            raise error
         return reply
 
     def failed(self, role: str) -> None:

@@ -248,8 +248,15 @@ class PoolGenerator:
 
     def _check(self, question: Question, text: str) -> dict:
         answer = self.task.answer(question, text)
-        correct = 0.0 if answer is None else float(self.task.verify(question, answer))
-        return {"answer": answer, "correct": correct}
+        if answer is None:
+            return {"answer": None, "correct": 0.0, "verdict": "no answer found"}
+        check = getattr(self.task, "check", None)  # code tasks say why
+        if check is not None:
+            verdict = check(question, answer)
+            return {"answer": answer, "correct": float(verdict.passed), "verdict": verdict.reason}
+        correct = float(self.task.verify(question, answer))
+        return {"answer": answer, "correct": correct,
+                "verdict": "passed" if correct == 1.0 else "wrong"}  # fmt: skip
 
     def _records(self, question, arm, props, checked, crits, rebs, scores):
         pool = {"question_id": question.id, "arm": arm, "proposals": []}
