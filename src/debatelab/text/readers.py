@@ -25,6 +25,7 @@ proposal + critique leaf. Lines without ``proposals`` are read as flat leaf rows
 
 from __future__ import annotations
 
+import codecs
 import csv
 import json
 import math
@@ -58,16 +59,49 @@ def read_pools(path: str | Path) -> PoolSet:
     if suffix in (".jsonl", ".json", ".ndjson"):
         return read_jsonl(path)
     if suffix == ".csv":
+        _require_text(path, "a CSV pool file")
         return read_csv(path)
     if suffix in (".parquet", ".pq"):
         return read_parquet(path)
     raise PoolError(f"{path}: unknown pool format {suffix!r}; use .jsonl, .csv or .parquet")
 
 
+_WANTED = ("give a pool file as JSON Lines (.jsonl), CSV (.csv) or Parquet (.parquet), or the "
+           "folder of a `debatelab pools generate` run")  # fmt: skip
+
+
+def _not_text(path, where: str) -> PoolError:
+    return PoolError(f"{path} is not a text file ({where}); {_WANTED}")
+
+
+def _require_text(path: Path, kind: str, probe: int = 1 << 20) -> None:
+    """One clear error when ``path`` (read as ``kind``) is binary: a NUL byte or bytes that are
+    not UTF-8 in its first MiB."""
+    with open(path, "rb") as fh:
+        head = fh.read(probe)
+    nul = head.find(b"\0")
+    if nul >= 0:
+        raise _not_text(path, f"a NUL byte at offset {nul}")
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(head, final=len(head) < probe)
+    except UnicodeDecodeError as exc:
+        raise _not_text(path, f"byte {exc.start} is not UTF-8") from None
+
+
 def read_jsonl(path: str | Path) -> PoolSet:
     rows: list[dict[str, Any]] = []
+    _require_text(Path(path), "JSON Lines")
     with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
+        lines, lineno = enumerate(fh, 1), 0
+        while True:
+            try:
+                lineno, line = next(lines)
+            except StopIteration:
+                break
+            except UnicodeDecodeError as exc:  # past the first MiB
+                raise _not_text(path, f"after line {lineno}: {exc.reason}") from None
+            if "\0" in line:
+                raise _not_text(path, f"line {lineno} holds a NUL byte")
             if not line.strip():
                 continue
             try:
