@@ -18,6 +18,7 @@ import pytest
 import torch
 
 from debatelab.cluster import Cluster, run_pieces
+from debatelab.errors import MissingExtraError
 
 # ---------------------------------------------------------------------------------------------
 # without Ray
@@ -54,7 +55,7 @@ def test_local_pieces_in_process_and_in_a_pool():
 
 def test_ray_missing_says_how_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)
-    with pytest.raises(RuntimeError, match=r'pip install "debatelab\[ray\]"'):
+    with pytest.raises(MissingExtraError, match=r'pip install "debatelab\[ray\]"'):
         list(run_pieces(_square, [1], "ray"))
 
 

@@ -133,17 +133,6 @@ def test_a_run_that_failed_on_bad_input_does_not_block_its_folder(tmp_path):
     assert good.exit_code == 0, good.output
 
 
-def test_force_empties_only_run_folders(tmp_path):
-    """--force never deletes a folder that is not a debatelab run folder."""
-    folder = tmp_path / "project"
-    folder.mkdir()
-    (folder / "config.json").write_text("{}")
-    (folder / "notes.txt").write_text("keep me")
-    result = CliRunner().invoke(main, ["bon", *BON, "--out", str(folder), "--force"])
-    assert result.exit_code == 1 and "does not hold a debatelab run" in result.output
-    assert (folder / "notes.txt").read_text() == "keep me"
-
-
 def test_a_setting_added_since_reads_as_its_default(tmp_path):
     """A folder made before a setting existed resumes when the setting keeps its default."""
     from debatelab.experiments.sweep_report import SweepConfig

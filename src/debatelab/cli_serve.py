@@ -81,7 +81,9 @@ def export_onnx(out, checkpoints, seed, data_dir, cache_dir):
     to build `x`. With onnxruntime installed every file is checked against PyTorch.
     """
     from .judges.export import export_onnx as export
+    from .judges.export import require_onnx
 
+    require_onnx()  # before any judge is loaded or trained
     jobs = _checkpoint_jobs(checkpoints) if checkpoints else _cached_jobs(cache_dir, data_dir, seed)
     for name, model, meta, *shape in jobs:
         path = out / f"{name}.onnx"
@@ -206,6 +208,8 @@ def export_site(out, samples, seed, data_dir, cache_dir):
 
     models = load_demo_models(cache_dir, data_dir, seed)
     info = build_site(models, out, samples, cache_dir)
+    if "replaced" in info:
+        click.echo(f"the site that was in {out} is now in {info['replaced']}")
     have = ["gold"] * info["models"]["gold"] + [f"pixel K={k}" for k in info["models"]["pixel"]]
     have += [f"learned debaters K={k}" for k in info["models"]["debaters"]]
     click.echo(f"models on the site: {', '.join(have)}; agents: {', '.join(info['agents'])}")

@@ -23,6 +23,8 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any
 
+from .errors import MissingExtraError
+
 #: How often Ray reruns a piece whose worker process died before giving up.
 RAY_RETRIES = 3
 
@@ -69,9 +71,9 @@ def ray_module():
     """Ray, or one clear error that says how to install it."""
     try:
         import ray
-    except ImportError as exc:
-        raise RuntimeError('--cluster ray needs Ray: pip install "debatelab[ray]" (or pip '
-                           'install "ray>=2.9"), or run with --cluster local') from exc  # fmt: skip
+    except ImportError:
+        raise MissingExtraError('--cluster ray needs Ray: pip install "debatelab[ray]" (or pip '
+                                'install "ray>=2.9"), or run with --cluster local') from None  # fmt: skip
     return ray
 
 

@@ -15,3 +15,7 @@ class DatasetFormatError(DebatelabError, ValueError):
 
 class CacheError(DebatelabError):
     """A cache entry cannot be read."""
+
+
+class MissingExtraError(DebatelabError, ImportError):
+    """An optional dependency is not installed; the message names the pip command."""

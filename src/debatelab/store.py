@@ -25,39 +25,11 @@ from .cluster import run_pieces
 from .errors import CacheError
 from .judges.allmask import all_mask_probs
 from .judges.cnn import JudgeCNN
+from .options import parse_images
 from .paths import cache_dir
 from .progress import progress as progress_bar
 
 STORE_FORMAT = "debatelab-allmask/1"
-
-
-def parse_images(spec: str, n_total: int) -> slice:
-    """Test images as a checked slice: ``"all"``, ``"N"`` (the first N), ``"start:stop"`` or
-    ``"start:stop:step"`` (every step-th image, e.g. ``0:10000:5`` for 2,000 evenly spaced)."""
-    spec = str(spec).strip()
-    try:
-        if spec == "all":
-            start, stop, step = 0, n_total, 1
-        elif ":" in spec:
-            parts = spec.split(":")
-            if len(parts) > 3:
-                raise ValueError
-            a, b, c = (parts + ["", ""])[:3]
-            start = int(a) if a else 0
-            stop = int(b) if b else n_total
-            step = int(c) if c else 1
-        else:
-            start, stop, step = 0, int(spec), 1
-    except ValueError:
-        raise ValueError(
-            f"image range {spec!r} is not 'all', 'N', 'start:stop' or 'start:stop:step' "
-            "(e.g. 0:1000 or 0:10000:5)"
-        ) from None
-    if not 0 <= start < stop <= n_total or step < 1:
-        raise ValueError(
-            f"image range {spec!r} must lie within 0:{n_total}, be non-empty and have a step >= 1"
-        )
-    return slice(start, stop, step)
 
 
 def parse_image_range(spec: str, n_total: int) -> tuple[int, int]:

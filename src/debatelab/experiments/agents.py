@@ -46,9 +46,9 @@ from ..judges.pixel import (
     pixel_judge_config,
 )
 from ..judges.train import TrainedJudge, cached_judge, fit_classifier, read_checkpoint
+from ..options import IMAGES, image_indices
 from ..report.runs import RunFolder
 from ..resume import KeyedPieces, settings_key
-from ..store import parse_image_range
 
 
 @dataclass
@@ -82,9 +82,9 @@ class DebaterTrainConfig:
     reward: Literal["sigmoid", "win"] = "sigmoid"
     """The honest reward: sigmoid of the judge's honest margin (smooth) or the 0/1 win; the
     liar's is one minus it."""
-    train_limit: int | None = None
+    train_limit: int | None = field(default=None, metadata={"min": 1})
     """Use only the first N training images (quick runs); None uses all 60,000."""
-    curve_images: str = "0:500"
+    curve_images: str = field(default="0:500", metadata=IMAGES)
     """Test images of the per-epoch win rates (learned against learned and against random)."""
     curve_greedy_images: int = field(default=30, metadata={"min": 0})
     """The first N of ``curve_images`` also played against the greedy agent every epoch."""
@@ -130,8 +130,9 @@ class AgentsConfig:
 
     train: DebaterTrainConfig = field(default_factory=DebaterTrainConfig)
     """How the debaters are trained."""
-    images: str = "0:500"
-    """Test images of the final table: 'all', 'N' (the first N) or 'start:stop'."""
+    images: str = field(default="0:500", metadata=IMAGES)
+    """Test images of the final table: 'all', 'N' (the first N), 'start:stop' or
+    'start:stop:step'."""
     opponents: str = "learned,greedy,random,mcts10,mcts100"
     """Agents the learned debaters face on either side (comma-separated; mctsR is MCTS with R
     rollouts per move). 'learned' plays learned against learned; every other agent X plays
@@ -225,8 +226,8 @@ def train_debaters(cfg: DebaterTrainConfig, judge: PixelJudge, images: np.ndarra
         group = cfg.plays if cfg.plays > 1 else 0
         return reinforce_loss(played, group), wins.sum().item() / cfg.plays
 
-    start, stop = parse_image_range(cfg.curve_images, len(test_images))
-    curve_x, curve_y = test_images[start:stop], np.asarray(test_labels[start:stop]).astype(np.int64)
+    curve = image_indices(cfg.curve_images, len(test_images))
+    curve_x, curve_y = test_images[curve], np.asarray(test_labels[curve]).astype(np.int64)
 
     def evaluate(nets, epoch):
         gen = torch.Generator().manual_seed(cfg.seed * 1_000_003 + epoch)
@@ -394,11 +395,11 @@ def run(cfg: AgentsConfig, folder: RunFolder) -> dict:
     folder.seeds.update({"debaters": cfg.train.seed, "judge": cfg.train.judge_config().seed})
     trained, judge = get_debaters(cfg.train, folder.data_dir, folder.cache_dir, folder.progress)
     x, y = load_raw("mnist", "test", folder.data_dir)
-    start, stop = parse_image_range(cfg.images, len(x))
+    indices = image_indices(cfg.images, len(x))
     pieces = KeyedPieces(folder.path / "pairs", {"train": cfg.train.key(), "images": cfg.images,
                                                   "opponents": cfg.opponents})  # fmt: skip
-    rows = evaluate_pairs(cfg, trained.model, judge, x[start:stop],
-                          y[start:stop].astype(np.int64), pieces, folder.progress)  # fmt: skip
+    rows = evaluate_pairs(cfg, trained.model, judge, x[indices],
+                          y[indices].astype(np.int64), pieces, folder.progress)  # fmt: skip
     t = cfg.train
     plot_training_curve(trained.history, folder.path / "training_curve.png",
                         f"K = {t.pixels}, test images {t.curve_images} (against greedy: the "
@@ -406,7 +407,7 @@ def run(cfg: AgentsConfig, folder: RunFolder) -> dict:
     write_json(folder.path / "history.json", trained.history)
     (folder.path / "report.md").write_text(report_text(cfg, rows, trained.history))
     metrics = {f"{r['honest']}_vs_{r['liar']}_win_rate": r["image_win_rate"] for r in rows}
-    metrics.update({"n_images": stop - start, "debaters_checkpoint": str(trained.path),
+    metrics.update({"n_images": len(indices), "debaters_checkpoint": str(trained.path),
                     "train": asdict(cfg.train)})  # fmt: skip
     folder.echo(json.dumps({k: v for k, v in metrics.items() if k.endswith("rate")}, indent=2))
     return metrics

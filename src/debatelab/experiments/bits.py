@@ -21,10 +21,11 @@ import numpy as np
 
 from ..data import VARIANTS, load_variant
 from ..judges.onpolicy import OnPolicyConfig
+from ..options import CLUSTER, DEVICE, IMAGES, INTS, parse_device, parse_int_list
 from ..reference import CHANNEL_DELTAS, CHANNEL_ENTROPY, CHANNEL_RANDOM_MASK
 from ..report.runs import RunFolder
 from ..store import parse_images
-from .judges import final_metrics, resolve_device, train_many
+from .judges import final_metrics, train_many
 
 #: Cell candidates per node of each arm (§4's budgets), by image channels (1: FashionMNIST's
 #: budgets, 3: CIFAR-10's). ``consultancy`` is the bits arm and its nested control;
@@ -77,25 +78,19 @@ class ChannelSchedule:
     test images; paper: §4
     as published (15 epochs on every training image; FashionMNIST 16 x 16, 4^4, 324 and 1,296
     masks; CIFAR-10 12 x 12, 4 x 4 x 3 x 3, 144 and 1,296), the whole test set."""
-    epochs: int | None = None
+    epochs: int | None = field(default=None, metadata={"min": 1})
     """Override the preset's epochs."""
-    train_limit: int | None = None
+    train_limit: int | None = field(default=None, metadata={"min": 1})
     """Override the preset's training images (the first N)."""
-    eval_images: str | None = None
+    eval_images: str | None = field(default=None, metadata=IMAGES)
     """Override the preset's test images (each epoch's evaluation and the diagnostics)."""
-    device: str = field(
-        default="auto", compare=False, metadata={"choices": ("auto", "cpu", "cuda")}
-    )
-    """Where to train: a CUDA device when there is one (auto), else the CPU."""
-    cluster: str = field(default="local", compare=False)
+    device: str = field(default="auto", compare=False, metadata=DEVICE)
+    """Where to train: auto (a CUDA device when there is one, else the CPU), cpu, cuda or
+    cuda:N."""
+    cluster: str = field(default="local", compare=False, metadata=CLUSTER)
     """Where the arms train: local (one after another here), ray (a local Ray instance),
     ray:auto (join the running Ray cluster) or ray:HOST:PORT (one Ray task per arm, with a GPU
     when --device is cuda); results do not depend on it."""
-
-    def __post_init__(self):
-        from ..cluster import Cluster
-
-        Cluster.parse(self.cluster)  # a bad --cluster fails before any training
 
     def chosen(self) -> dict:
         out = dict(PRESETS[self.preset])
@@ -128,7 +123,7 @@ class ChannelArmConfig(ChannelSchedule):
     """consultancy (16 symbols), debate2 (4 per player) or debate4 (2 per turn)."""
     control: bool = False
     """The nested control: the same protocol, cells and head without the bit inputs."""
-    branching: str | None = None
+    branching: str | None = field(default=None, metadata=INTS)
     """Override the preset's cell candidates per node, comma-separated (e.g. 16,16 or 1296)."""
 
 
@@ -144,10 +139,10 @@ def run(config: ChannelArmConfig, folder: RunFolder) -> dict:
     history.json and curves.png, and for an arm with bits the diagnostics of its final judge
     on a fresh test pass (diagnostics.json, codewords.png); prints selection, judge accuracy
     and belief."""
-    device = resolve_device(config.device, config.cluster)
+    device = parse_device(config.device, config.cluster)
     branching = None
     if config.branching:
-        branching = tuple(int(v) for v in config.branching.replace(" ", "").split(","))
+        branching = parse_int_list(config.branching)
     cfg = config.arm(config.protocol, not config.control, config.protocol,
                      _channels(config.variant), branching)  # fmt: skip
     folder.seeds.update(init=cfg.seed, loop=cfg.loop_seed)
@@ -161,7 +156,7 @@ def run(config: ChannelArmConfig, folder: RunFolder) -> dict:
     folder.echo(f"{cfg.name}: " + ", ".join(f"{k} {100 * metrics[k]:.2f}"
                                             for k in ("selection", "judge", "belief")))  # fmt: skip
     if cfg.bits:
-        here = resolve_device("auto") if device == "cuda" else device
+        here = parse_device("auto") if device.startswith("cuda") else device
         test = _test_images(data, config.chosen()["eval_images"])
         d = _diagnose(cfg, judge.path, data, test, here, folder)
         (folder.path / "diagnostics.json").write_text(json.dumps(d, indent=1))
@@ -268,12 +263,11 @@ class ChannelBaselinesConfig:
     preset: str = field(default="cpu", metadata={"choices": tuple(PRESETS)})
     """cpu: the baselines train 5 epochs on the first 12,000 training images and are tested on
     1,000 test images; paper: 15 epochs on every training image, the whole test set."""
-    eval_images: str | None = None
+    eval_images: str | None = field(default=None, metadata=IMAGES)
     """Override the preset's test images."""
-    device: str = field(
-        default="auto", compare=False, metadata={"choices": ("auto", "cpu", "cuda")}
-    )
-    """Where to train: a CUDA device when there is one (auto), else the CPU."""
+    device: str = field(default="auto", compare=False, metadata=DEVICE)
+    """Where to train: auto (a CUDA device when there is one, else the CPU), cpu, cuda or
+    cuda:N."""
 
 
 def run_baselines(config: ChannelBaselinesConfig, folder: RunFolder) -> dict:
@@ -281,7 +275,7 @@ def run_baselines(config: ChannelBaselinesConfig, folder: RunFolder) -> dict:
     images (seed 555), the random-mask judge (seed 777) on one fresh mask per test image, and
     its ensemble at each arm's mask budget and over all 58,905 masks; the same net as the arms
     without claim or bit inputs. Writes report.md with the published random-mask value."""
-    device = resolve_device(config.device)
+    device = parse_device(config.device)
     data = load_variant(config.variant, folder.data_dir)
     folder.seeds.update(gold=GOLD_SEED, random_mask=RANDOM_MASK_SEED)
     chosen = config.eval_images or PRESETS[config.preset]["eval_images"]
@@ -314,8 +308,8 @@ def run_sweep(config: ChannelSweepConfig, folder: RunFolder) -> dict:
     I(b; y | claim). Writes report.md (tables beside the published deltas and entropies),
     diagnostics.json, codewords.png and curves.png.
     """
-    device = resolve_device(config.device, config.cluster)
-    here = resolve_device("auto") if device == "cuda" else device  # diagnostics, baselines
+    device = parse_device(config.device, config.cluster)
+    here = parse_device("auto") if device.startswith("cuda") else device  # diagnostics, baselines
     data = load_variant(config.variant, folder.data_dir)
     channels = data.in_channels
     chosen = config.chosen()

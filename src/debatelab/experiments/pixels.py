@@ -30,11 +30,11 @@ from ..judges.pixel import (
     pixel_judge_config,
     random_pixel_accuracy,
 )
+from ..options import CLUSTER, DEVICE, IMAGES, image_indices, parse_device
 from ..policies import as_policy
 from ..progress import progress as progress_bar
 from ..report.runs import RunFolder
 from ..resume import KeyedPieces
-from ..store import parse_image_range
 
 PUBLISHED = {4: {"judge": 48.2, "debate": 85.2}, 6: {"judge": 59.4, "debate": 88.9}}
 """Irving et al. (2018): judge accuracy on random pixels and honest wins with precommit, %."""
@@ -49,8 +49,8 @@ class PixelExperimentConfig:
     """Pixels revealed per debate and seen by the judge in training (the paper: 4 or 6)."""
     rollouts: int = field(default=1000, metadata={"min": 1})
     """MCTS simulations per move (the paper: 10,000)."""
-    images: str = "0:500"
-    """Test images: 'all', 'N' (the first N) or 'start:stop'."""
+    images: str = field(default="0:500", metadata=IMAGES)
+    """Test images: 'all', 'N' (the first N), 'start:stop' or 'start:stop:step'."""
     first: Literal["honest", "liar"] = "liar"
     """Who reveals the first pixel (default liar: the honest player has the last word, the
     order under which the published win rates are reached here)."""
@@ -74,20 +74,20 @@ class PixelExperimentConfig:
     demo's sparse classifier (about 10 % of all pixels visible)."""
     judge_seed: int | None = None
     """Seed of the judge's training (default: the same as --seed)."""
-    judge_epochs: int | None = None
+    judge_epochs: int | None = field(default=None, metadata={"min": 1})
     """Training epochs of the judge (default: the judge's own, 10; 30 for mlp)."""
     seed: int = 0
     """Seed of the agents' random choices (tie-breaks, playouts; one stream per chunk), and of
     the judge's training unless --judge-seed is given."""
     accuracy_draws: int = field(default=5, metadata={"min": 1})
     """Random nonzero-pixel masks per test image for the judge accuracy."""
-    examples: int = 6
+    examples: int = field(default=6, metadata={"min": 0})
     """Example debates drawn in the figure."""
-    device: str = "cpu"
-    """Where the judge runs (cpu or cuda)."""
+    device: str = field(default="cpu", compare=False, metadata=DEVICE)
+    """Where the judge runs: cpu, cuda, cuda:N or auto (CUDA when there is one)."""
     threads: int | None = field(default=None, compare=False, metadata={"min": 1})
     """Torch CPU threads (default: torch's choice)."""
-    cluster: str = field(default="local", compare=False)
+    cluster: str = field(default="local", compare=False, metadata=CLUSTER)
     """Where chunks of games are played: local (this process), ray (a local Ray instance),
     ray:auto (join the running Ray cluster) or ray:HOST:PORT; results do not depend on it."""
 
@@ -101,11 +101,6 @@ class PixelExperimentConfig:
                     f"{self.agent!r}"
                 ) from None
         PixelRules(self.pixels, self.first)  # validates pixels and first
-        Cluster.parse(self.cluster)
-        if self.rollouts < 1 or self.batch_games < 1 or self.accuracy_draws < 1:
-            raise ValueError("rollouts, batch_games and accuracy_draws must be >= 1")
-        if self.judge_epochs is not None and self.judge_epochs < 1:
-            raise ValueError(f"judge_epochs must be >= 1, got {self.judge_epochs}")
 
     def judge_config(self) -> PixelTrainConfig:
         seed = self.seed if self.judge_seed is None else self.judge_seed
@@ -143,14 +138,15 @@ def play_protocol(
     judge: PixelJudge,
     images: np.ndarray,
     labels: np.ndarray,
-    first_index: int,
+    indices: range,
     precommit: bool,
     folder: Path,
     progress: bool = True,
     debaters=None,
 ) -> list[dict]:
     """Play every image under one protocol in chunks stored in ``folder``; returns one log row
-    per game (image index, claims, moves, logits, verdict). ``debaters``: the learned agent's
+    per game (image index, claims, moves, logits, verdict). ``indices``: the test-set index of
+    each image. ``debaters``: the learned agent's
     networks (``agent="learned"`` only)."""
     rules = PixelRules(cfg.pixels, cfg.first, precommit)
     protocol = "precommit" if precommit else "no_precommit"
@@ -159,18 +155,18 @@ def play_protocol(
     by_chunk: dict[int, list[dict]] = {}
     pieces, paths = [], []
     for c, start in enumerate(range(0, len(images), chunk_images)):
-        path = folder / f"{protocol}-{first_index + start:05d}.json"
+        path = folder / f"{protocol}-{indices[start]:05d}.json"
         if path.exists():
             by_chunk[c] = json.loads(path.read_text())
             continue
         stop = min(start + chunk_images, len(images))
         pieces.append((cfg, judge, debaters, images[start:stop], labels[start:stop], rules,
-                       first_index + start, protocol, c))  # fmt: skip
+                       indices[start:stop], protocol, c))  # fmt: skip
         paths.append((c, path))
     bar = progress_bar(total=len(pieces), enabled=progress, desc=protocol, unit="chunk")
     where = Cluster.parse(cfg.cluster)
     for i, (chunk_rows, evaluations) in run_pieces(_play_chunk, pieces, where,
-                                                   num_gpus=cfg.device == "cuda"):  # fmt: skip
+                                                   num_gpus=str(judge.device).startswith("cuda")):  # fmt: skip
         c, path = paths[i]
         write_json(path, chunk_rows)
         by_chunk[c] = chunk_rows
@@ -183,14 +179,14 @@ def play_protocol(
 
 def _play_chunk(piece) -> tuple[list[dict], int]:
     """One chunk of games, where it runs: their log rows and the judge evaluations spent."""
-    cfg, judge, debaters, images, labels, rules, first, protocol, c = piece
+    cfg, judge, debaters, images, labels, rules, indices, protocol, c = piece
     before = judge.evaluations
     games, image_of = liar_games(images, labels, rules)
     agent = cfg.make_agent(debaters)
     record = play(games, agent, agent, judge, _chunk_generator(cfg.seed, protocol, c))
     rows = record.log_rows()
     for row, i in zip(rows, image_of, strict=True):
-        row["image"] = int(first + i)
+        row["image"] = int(indices[i])
         row["protocol"] = protocol
     return rows, judge.evaluations - before
 
@@ -224,10 +220,10 @@ def run_pixels(
 ) -> dict:
     """The whole experiment into the run folder ``out``; returns the metrics."""
     trained = get_pixel_judge(cfg.judge_config(), data_dir, cache, progress)
-    judge = PixelJudge(trained.model, device=cfg.device)
+    judge = PixelJudge(trained.model, device=parse_device(cfg.device, cfg.cluster))
     x_test, y_test = load_raw("mnist", "test", data_dir)
-    start, stop = parse_image_range(cfg.images, len(x_test))
-    images, labels = x_test[start:stop], y_test[start:stop].astype(np.int64)
+    indices = image_indices(cfg.images, len(x_test))
+    images, labels = x_test[indices], y_test[indices].astype(np.int64)
     gen = torch.Generator().manual_seed(cfg.seed)
     acc_all = random_pixel_accuracy(judge, x_test, y_test, cfg.pixels, gen, cfg.accuracy_draws)
     acc_images = random_pixel_accuracy(judge, images, labels, cfg.pixels, gen, cfg.accuracy_draws)
@@ -238,7 +234,7 @@ def run_pixels(
         from .agents import get_debaters
 
         debaters = get_debaters(cfg.debaters_config(), data_dir, cache, progress)[0].model
-    rows = play_protocol(cfg, judge, images, labels, start, True, chunks, progress, debaters)
+    rows = play_protocol(cfg, judge, images, labels, indices, True, chunks, progress, debaters)
     metrics = {
         "judge_accuracy": acc_all,
         "judge_accuracy_images": acc_images,
@@ -246,12 +242,13 @@ def run_pixels(
         "honest_game_win_rate_precommit": float(np.mean([r["honest_win"] for r in rows])),
     }
     if cfg.no_precommit:
-        rows_np = play_protocol(cfg, judge, images, labels, start, False, chunks, progress,
+        rows_np = play_protocol(cfg, judge, images, labels, indices, False, chunks, progress,
                                 debaters)  # fmt: skip
         metrics["honest_win_rate_no_precommit"] = image_win_rate(rows_np)
         rows += rows_np
     metrics.update({
-        "n_images": len(images), "image_range": [start, stop], "pixels": cfg.pixels,
+        "n_images": len(images), "image_range": [indices.start, indices.stop],
+        **({"image_step": indices.step} if indices.step > 1 else {}), "pixels": cfg.pixels,
         "rollouts": cfg.rollouts if cfg.agent == "mcts" else None, "agent": cfg.agent,
         "first": cfg.first, "judge_checkpoint": str(trained.path),
         "judge_evaluations_this_session": judge.evaluations,
@@ -261,7 +258,7 @@ def run_pixels(
     lines = "".join(json.dumps(row, sort_keys=True) + "\n" for row in rows)
     write_atomic(out / "moves.jsonl", lambda p: p.write_text(lines))
     examples = [r for r in rows if r["protocol"] == "precommit"]
-    draw_examples(examples, images, start, out / "examples.png", cfg.examples)
+    draw_examples(examples, images, indices, out / "examples.png", cfg.examples)
     (out / "report.md").write_text(report_text(cfg, metrics))
     return metrics
 
@@ -286,9 +283,9 @@ def _pick_examples(rows: list[dict], count: int) -> list[dict]:
     return picked
 
 
-def draw_examples(rows, images, first_index: int, path: Path, count: int = 6) -> Path | None:
+def draw_examples(rows, images, indices: range, path: Path, count: int = 6) -> Path | None:
     """A figure of example debates: the digit in grey, the honest player's pixels in blue and
-    the liar's in red, numbered by turn."""
+    the liar's in red, numbered by turn (``images[k]`` is test image ``indices[k]``)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -299,7 +296,7 @@ def draw_examples(rows, images, first_index: int, path: Path, count: int = 6) ->
         return None
     fig, axes = plt.subplots(1, len(picked), figsize=(2.6 * len(picked), 3.0), squeeze=False)
     for ax, r in zip(axes[0], picked, strict=True):
-        ax.imshow(images[r["image"] - first_index], cmap="gray_r", vmin=0, vmax=400)
+        ax.imshow(images[indices.index(r["image"])], cmap="gray_r", vmin=0, vmax=400)
         for t, (row, col, who) in enumerate(r["moves"]):
             colour = "tab:blue" if who == "honest" else "tab:red"
             ax.add_patch(plt.Rectangle((col - 0.5, row - 0.5), 1, 1, color=colour))
@@ -324,7 +321,7 @@ def report_text(cfg: PixelExperimentConfig, m: dict) -> str:
     lines = [
         f"# Sparse-pixel MNIST debate, {cfg.pixels} pixels",
         "",
-        f"Test images {m['image_range'][0]}:{m['image_range'][1]} ({m['n_images']}); {budget}; "
+        f"Test images {cfg.images} ({m['n_images']}); {budget}; "
         f"{cfg.first} reveals first; judge seed {cfg.judge_config().seed}, {cfg.judge_config().epochs} epochs.",
         "",
         "| measure | this run, % | published, % |",

@@ -20,6 +20,7 @@ from ..judges import (
     random_mask_accuracy,
 )
 from ..judges.columns import reference_columns, standard_error
+from ..options import CLUSTER, IMAGES, WORKERS
 from ..store import AllMaskStore, dump_all_mask_probs, image_slice, parse_images, store_path
 
 #: Most masks per image the all-mask store takes (the published game: C(36, 4) = 58,905).
@@ -46,8 +47,6 @@ class JudgeSetupConfig:
     """Train on the first N training images only, for quick checks (default: all)."""
 
     def __post_init__(self):
-        if isinstance(self, WorkersConfig):  # a bad --cluster fails before any training
-            self.where()
         self.grid, self.reveal = int(self.grid), int(self.reveal)
         n_cells = self.grid * self.grid
         if not 1 <= self.reveal <= n_cells:
@@ -70,7 +69,7 @@ class JudgeSetupConfig:
 class ImagesConfig(JudgeSetupConfig):
     """Judge settings and the test images an experiment plays on."""
 
-    images: str = "all"
+    images: str = field(default="all", metadata=IMAGES)
     """Test images: 'all', 'N' (the first N), 'start:stop' or 'start:stop:step' (e.g.
     0:10000:5, every fifth image)."""
 
@@ -80,9 +79,9 @@ class WorkersConfig:
     """Where image chunks are solved: local processes or a Ray cluster (results do not depend
     on it)."""
 
-    workers: int = field(default=1, compare=False, metadata={"min": 1})
+    workers: int = field(default=WORKERS, compare=False, metadata={"min": 1})
     """Processes solving image chunks in parallel (results do not depend on it)."""
-    cluster: str = field(default="local", compare=False)
+    cluster: str = field(default="local", compare=False, metadata=CLUSTER)
     """local (this machine, --workers processes), ray (a local Ray instance), ray:auto (join
     the running Ray cluster) or ray:HOST:PORT; results do not depend on it."""
 

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 
 from ..data.preprocess import VARIANTS
+from ..options import IMAGES, TEST_IMAGES, parse_images
 from ..reference import BEST_CAPABILITY, BEST_COLUMNS, SETUP_COLUMNS, SETUP_TABLE
 from ..report.plots import curve_panels
 from ..report.runs import RunFolder
@@ -46,7 +47,7 @@ class StudyConfig(SweepConfig):
     variants: tuple[str, ...] = tuple(VARIANTS)
     """Dataset variants, comma-separated (default: all six)."""
     variant: str = field(default="mnist", metadata={"cli": False})
-    images: str = "all"
+    images: str = field(default="all", metadata=IMAGES)
     """Test images of the setup table and exact play: 'all', 'N', 'start:stop' or
     'start:stop:step'."""
     curves_images: str = "images"
@@ -55,7 +56,7 @@ class StudyConfig(SweepConfig):
     variant on the full test set with --workers 2); 'images' (the default) takes those of
     --images, or a range as --images.
     The same range as --sweep-images reads the row from the sweep at no extra cost."""
-    sweep_images: str = "all"
+    sweep_images: str = field(default="all", metadata=IMAGES)
     """Test images of the whole quantiliser sweep (heat maps, the curve figures, example
     plays), as --images; it costs about 0.7 CPU-s per image (an hour per variant on the full
     test set)."""
@@ -68,6 +69,13 @@ class StudyConfig(SweepConfig):
             raise ValueError(
                 f"unknown dataset variant(s) {unknown}; choose among {', '.join(VARIANTS)}"
             )
+
+    def check(self):
+        if self.curves_images != "images":
+            try:
+                parse_images(self.curves_images, TEST_IMAGES)
+            except ValueError as exc:
+                raise ValueError(f"--curves-images: {exc}, or 'images'") from None
 
 
 @dataclass

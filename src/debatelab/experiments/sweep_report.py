@@ -11,12 +11,13 @@ when run again with the same --out.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from ..games.lines import principal_line
+from ..options import IMAGES
 from ..reference import BEST_CAPABILITY, BEST_COLUMNS
 from ..report.plots import capability_curves, example_plays, heat_map
 from ..report.runs import RunFolder
@@ -31,7 +32,7 @@ from .sweep import SweepPlan, exact_columns, run_sweep
 class SweepConfig(ImagesConfig, WorkersConfig):
     """Settings of the frozen-judge sweep."""
 
-    images: str = "0:1000"
+    images: str = field(default="0:1000", metadata=IMAGES)
 
     def __post_init__(self):
         super().__post_init__()

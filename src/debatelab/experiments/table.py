@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..options import IMAGES
 from ..reference import SETUP_COLUMNS
 from ..report.runs import RunFolder
 from ..report.tables import setup_table
@@ -25,8 +26,7 @@ class TableConfig(ImagesConfig, WorkersConfig):
     over the whole set (MNIST's first half is the harder one) and are enough to put every
     column within about 1.5 points (two standard errors) of its full-set value."""
 
-    images: str = "0:10000:2"
-    workers: int = field(default=2, compare=False, metadata={"min": 1})
+    images: str = field(default="0:10000:2", metadata=IMAGES)
 
     def __post_init__(self):
         super().__post_init__()

@@ -31,15 +31,10 @@ class TrainJudgesConfig(JudgeSetupConfig):
     --pixels random nonzero pixels too)."""
     pixels: int = field(default=6, metadata={"min": 1, "max": 784})
     """Nonzero pixels the pixel judge sees (--kind pixel, pixel-mlp and pixel-sparse only)."""
-    epochs: int | None = None
+    epochs: int | None = field(default=None, metadata={"min": 1})
     """Training epochs (default: 10, as published; 30 for pixel-mlp)."""
     retrain: bool = field(default=False, compare=False)
     """Ignore the cache and train again."""
-
-    def __post_init__(self):
-        if self.epochs is not None and self.epochs < 1:
-            raise ValueError(f"epochs must be >= 1, got {self.epochs}")
-        super().__post_init__()
 
     def judge_config(self, kind: str):
         """A cell judge's training config (``epochs`` None: the published 10)."""

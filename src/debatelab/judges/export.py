@@ -20,6 +20,19 @@ import numpy as np
 import torch
 
 from ..atomic import atomic_path, write_json
+from ..errors import MissingExtraError
+
+
+def require_onnx() -> None:
+    """The ``onnx`` extra, or one clear error naming the pip command."""
+    try:
+        import onnx  # noqa: F401
+        import onnxscript  # noqa: F401
+    except ImportError as exc:
+        raise MissingExtraError(
+            f"ONNX export needs the onnx extra ({exc.name} is missing): "
+            "pip install 'debatelab[onnx]'"
+        ) from None
 
 
 def export_onnx(model: torch.nn.Module, path: str | os.PathLike, meta: dict,
@@ -32,12 +45,7 @@ def export_onnx(model: torch.nn.Module, path: str | os.PathLike, meta: dict,
     when onnxruntime is installed (else ``None``), on ``check_inputs`` (real inputs, where
     random normal ones are far from what the model sees) or on random inputs.
     """
-    try:
-        import onnx  # noqa: F401
-    except ImportError as exc:
-        raise ImportError(
-            "ONNX export needs the onnx extra: pip install 'debatelab[onnx]'"
-        ) from exc
+    require_onnx()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     model = model.eval()

@@ -6,7 +6,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import platform
-import shutil
 import subprocess
 import sys
 import time
@@ -19,6 +18,8 @@ from typing import Any
 from ..atomic import write_json
 from ..configs import compared_settings, config_fields, option_label
 from ..errors import DebatelabError
+from ..options import check_config
+from ..output_folders import check_output_folder, make_output_folder, move_aside
 
 
 class RunFolderMismatch(DebatelabError):
@@ -87,13 +88,27 @@ def _flat(settings: dict, prefix: str = "") -> dict:
     return out
 
 
+def holds_run(path: Path) -> bool:
+    """Whether the folder ``path`` holds a debatelab run: a ``config.json`` naming its
+    command."""
+    try:
+        record = json.loads((Path(path) / "config.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(record, dict) and "command" in record
+
+
 class RunFolder:
     """One run's folder: ``config.json`` at start, ``metrics.json`` and ``manifest.json`` at end.
 
-    Opening a folder that already holds a run compares its ``config.json`` with ``config``: the
-    same settings resume (finished chunks are reused); other settings refuse with an error
-    naming the fields, unless ``force`` empties the folder and starts afresh. Settings marked
-    ``compare=False`` in the config dataclass (workers, threads) may differ.
+    Opening it first checks every setting (:func:`debatelab.options.check_config`) and that the
+    folder may be written (:func:`debatelab.output_folders.check_output_folder`: new, empty or a
+    run folder; never the current or home folder, nor a git repository), so bad input stops the
+    run before anything is touched. A folder that already holds a run is compared by its
+    ``config.json`` with ``config``: the same settings resume (finished chunks are reused);
+    other settings refuse with an error naming the fields, unless ``force``, which moves the old
+    run aside (to ``<folder>.replaced-<time>``; nothing is deleted) and starts afresh. Settings
+    marked ``compare=False`` in the config dataclass (workers, threads) may differ.
 
     The folder also carries where the run reads and writes (``data_dir``, ``cache_dir``), whether
     it shows progress bars, and ``echo``, where it reports what a person should read.
@@ -111,36 +126,31 @@ class RunFolder:
         self.echo = echo or (lambda text: None)
         self.extra: dict[str, Any] = {}
         """Entries the run adds to its manifest (store paths, checkpoints)."""
+        if is_dataclass(config):
+            check_config(config)
         cfg = asdict(config) if is_dataclass(config) else dict(config)
         record = {"command": command, **cfg}
+        check_output_folder(self.path, holds_run)
         if (self.path / "config.json").exists() and self._holds_results():
             if force:
-                self._clear()
+                aside = move_aside(self.path)
+                self.echo(f"--force: moved the run that was in {self.path} to {aside}")
             else:
                 self._check_resume(config, record)
-        self.path.mkdir(parents=True, exist_ok=True)
+        make_output_folder(self.path)
         self.started = time.time()
         self.started_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         self.git = git_state()  # the code as it was when the run started
-        write_json(self.path / "config.json", record)
+        try:
+            write_json(self.path / "config.json", record)
+        except OSError as exc:
+            raise RunFolderMismatch(f"--out {self.path}: cannot write into it ({exc.strerror}); "
+                                    "name a folder you can write to") from None  # fmt: skip
 
     def _holds_results(self) -> bool:
         """Anything besides config.json: a run that stopped before writing anything else (bad
         input found after the folder was opened) leaves nothing to protect."""
         return any(p.name != "config.json" for p in self.path.iterdir())
-
-    def _clear(self) -> None:
-        """--force: empty a folder that holds a debatelab run, and nothing else."""
-        try:
-            old = json.loads((self.path / "config.json").read_text())
-        except (OSError, ValueError):
-            old = {}
-        if not isinstance(old, dict) or "command" not in old:
-            raise RunFolderMismatch(
-                f"{self.path} does not hold a debatelab run (its config.json names no command); "
-                "--force empties only run folders: choose another --out"
-            )
-        shutil.rmtree(self.path)
 
     def _check_resume(self, config: Any, record: dict) -> None:
         try:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +24,7 @@ from ..errors import DebatelabError
 from ..games.learned import N_INPUTS, LearnedAgent, policy_inputs
 from ..games.pixels import PixelRules, liar_games
 from ..judges.export import export_onnx
+from ..output_folders import check_output_folder, make_output_folder, move_aside
 from ..paths import cache_dir
 from .models import CLASSES, DemoModels
 
@@ -75,12 +77,12 @@ def _page() -> str:
 def build_site(models: DemoModels, out: str | Path, samples: int = 200, cache=None,
                version: str = ORT_VERSION) -> dict:  # fmt: skip
     """Write the static site of ``models`` into the folder ``out`` (built beside it and moved
-    into place; an existing site there is replaced, any other non-empty folder refused).
-    ``samples``: the first N MNIST test images, for the page's "random image". Returns the
-    site's manifest."""
+    into place; an existing site there is moved aside to ``<out>.replaced-<time>``, nothing is
+    deleted; any other non-empty folder, the current or home folder and a git repository are
+    refused). ``samples``: the first N MNIST test images, for the page's "random image".
+    Returns the site's manifest."""
     out = Path(out)
-    if out.exists() and any(out.iterdir()) and not (out / "site.json").exists():
-        raise SiteError(f"{out} is not empty and holds no debatelab site; choose an empty folder")
+    check_output_folder(out, lambda p: (p / "site.json").is_file(), "site", "OUT")
     ks = sorted(models.pixel)
     if not ks and models.gold is None:
         raise SiteError(
@@ -88,9 +90,26 @@ def build_site(models: DemoModels, out: str | Path, samples: int = 200, cache=No
             "gold` and `debatelab train --kind pixel --pixels 6`"
         )
     dist = fetch_onnxruntime_web(cache, version)
-    tmp = out.with_name(out.name + ".partial")
-    shutil.rmtree(tmp, ignore_errors=True)
-    (tmp / "models").mkdir(parents=True)
+    make_output_folder(out.parent, "OUT")
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
+    try:
+        info = _write_site(models, tmp, ks, dist, samples, version)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)  # our own temporary folder, never the user's
+        raise
+    if out.exists():
+        if any(out.iterdir()):
+            info["replaced"] = str(move_aside(out))
+        else:
+            out.rmdir()
+    tmp.rename(out)
+    return info
+
+
+def _write_site(models: DemoModels, tmp: Path, ks: list[int], dist: Path, samples: int,
+                version: str) -> dict:  # fmt: skip
+    """Everything of the site into the fresh folder ``tmp``; returns the manifest."""
+    (tmp / "models").mkdir()
     (tmp / "ort").mkdir()
     for name in ORT_FILES:
         shutil.copy2(dist / name, tmp / "ort" / name)
@@ -131,9 +150,6 @@ def build_site(models: DemoModels, out: str | Path, samples: int = 200, cache=No
         "max_abs_diff": {name: meta["max_abs_diff"] for name, meta in exported.items()},
     }  # fmt: skip
     (tmp / "site.json").write_text(json.dumps(info, indent=1))
-    if out.exists():
-        shutil.rmtree(out)
-    tmp.rename(out)
     return info
 
 
