@@ -37,6 +37,7 @@ CASES = {
                       "the Ray cluster at nohost.invalid:1 does not answer"),
     "sweep closed port": (["sweep", "--cluster", "ray:127.0.0.1:1"],
                           "the Ray cluster at 127.0.0.1:1 does not answer"),
+    "sweep ray auto": (["sweep", "--cluster", "ray:auto"], "ray:auto found no running Ray"),
     "study curves": (["study", "--curves-images", "abc"], "--curves-images"),
     "train epochs": (["train", "--kind", "pixel", "--epochs", "0"], "'--epochs'"),
 }  # fmt: skip
@@ -57,7 +58,9 @@ main()
 
 def timed_command(args: list[str], tmp_path: Path, hidden: tuple[str, ...] = ()):
     """Run ``debatelab ARGS`` in a fresh process with a fresh cache; fail past the limit."""
-    env = {**os.environ, "DEBATELAB_CACHE": str(tmp_path / "cache"), "DEBATELAB_OFFLINE": "1"}
+    env = {**os.environ, "DEBATELAB_CACHE": str(tmp_path / "cache"), "DEBATELAB_OFFLINE": "1",
+           "RAY_TMPDIR": str(tmp_path)}  # no `ray start` there
+    env.pop("RAY_ADDRESS", None)
     code = HIDE.format(hidden=set(hidden), args=[*args, "--out", str(tmp_path / "run")])
     start = time.monotonic()
     try:

@@ -48,7 +48,7 @@ class Cluster:
             return cls("ray", workers=workers)
         if text.startswith("ray:") and len(text) > 4:
             return cls("ray", text[4:], workers)
-        raise ValueError(f"--cluster {text!r}: use local, ray (a local Ray instance), ray:auto "
+        raise ValueError(f"{text!r}: use local, ray (a local Ray instance), ray:auto "
                          "(join the running cluster) or ray:HOST:PORT")  # fmt: skip
 
     def __str__(self) -> str:

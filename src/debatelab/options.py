@@ -15,11 +15,15 @@ Kinds: ``images`` (test images: ``all``, ``N``, ``start:stop``, ``start:stop:ste
 
 from __future__ import annotations
 
+import os
 import socket
+import tempfile
 from collections.abc import Callable
 from dataclasses import is_dataclass
+from pathlib import Path
 from typing import Any
 
+from .cluster import Cluster
 from .configs import ConfigField, config_fields, option_label
 
 #: Seconds a ``ray:HOST:PORT`` address has to accept a connection before the run is refused.
@@ -94,20 +98,28 @@ def parse_device(text: str, cluster: str = "local") -> str:
 def check_cluster(text: str) -> None:
     """``local``, ``ray``, ``ray:auto`` or ``ray:HOST:PORT``: Ray installed, and an address that
     accepts a connection within :data:`CLUSTER_TIMEOUT_S` (Ray itself retries for minutes)."""
-    text = str(text).strip()
-    if text == "local":
+    cluster = Cluster.parse(text)
+    if cluster.kind == "local":
         return
-    if text != "ray" and not (text.startswith("ray:") and len(text) > 4):
-        raise ValueError(f"{text!r}: use local, ray (a local Ray instance), ray:auto (join the "
-                         "running cluster) or ray:HOST:PORT")  # fmt: skip
     try:
         import ray  # noqa: F401
     except ImportError:
         raise ValueError('Ray is not installed: pip install "debatelab[ray]", or use '
                          "--cluster local") from None  # fmt: skip
-    address = text[4:]
-    if address in ("", "auto"):
+    address = cluster.address
+    if address is None:  # a local Ray instance, started by the run
         return
+    if address == "auto":  # where `ray start` leaves the address of the cluster it started
+        found = os.environ.get("RAY_ADDRESS") or _read(
+            Path(os.environ.get("RAY_TMPDIR", tempfile.gettempdir()))
+            / "ray"
+            / "ray_current_cluster"
+        )
+        if not found:
+            raise ValueError("ray:auto found no running Ray cluster on this machine (no "
+                             "RAY_ADDRESS, no `ray start`); start one with `ray start --head`, "
+                             "give ray:HOST:PORT, or use --cluster local")  # fmt: skip
+        address = found.strip()
     host, _, port = address.removeprefix("ray://").rpartition(":")
     if not host or not port.isdigit():
         raise ValueError(f"{text!r}: the address must be HOST:PORT (e.g. ray:10.0.0.5:6379)")
@@ -118,6 +130,13 @@ def check_cluster(text: str) -> None:
         raise ValueError(f"the Ray cluster at {host}:{port} does not answer ({exc}); start it "
                          "with `ray start --head`, check the address, or use --cluster "
                          "local") from None  # fmt: skip
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except OSError:
+        return None
 
 
 def parse_int_list(text: str) -> tuple[int, ...]:
