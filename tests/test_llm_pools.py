@@ -324,8 +324,10 @@ def test_dry_run_projects_calls_and_cost_without_a_model(tmp_path):
 
 
 class _Garbage:
-    """An HTTP server that answers every chat completion with JSON that has no choices, or with
-    log-probabilities that never hold the verdict tokens."""
+    """An HTTP server that answers every chat completion badly, one way per ``mode``: JSON
+    without choices, log-probabilities without the verdict tokens, NaN, infinite or positive
+    log-probabilities, a 200 reply whose body is not JSON, a chat reply holding a lone
+    surrogate, or no reply at all (``hang``)."""
 
     def __init__(self, mode):
         import threading
@@ -337,16 +339,31 @@ class _Garbage:
             def do_POST(self):  # noqa: N802
                 length = int(self.headers.get("Content-Length", 0))
                 request = json.loads(self.rfile.read(length))
-                if outer.mode == "no-choices":
+                outer.requests += 1
+                mode = outer.mode
+                if mode == "hang":
+                    outer.release.wait(30)
+                    return
+                if mode == "no-choices":
                     body = {"id": "x", "object": "chat.completion", "created": 0,
                             "model": "m", "choices": []}  # fmt: skip
                 elif request.get("logprobs"):
-                    top = [{"token": "Maybe", "logprob": -0.1, "bytes": None}]
-                    body = _completion("Maybe", {"content": [{"token": "Maybe", "logprob": -0.1,
-                                                              "bytes": None, "top_logprobs": top}]})  # fmt: skip
+                    value = {"nan-logprob": float("nan"), "inf-logprob": float("inf"),
+                             "positive-logprob": 0.7}.get(mode, -0.1)  # fmt: skip
+                    token = "Maybe" if mode == "no-verdict-token" else "Yes"
+                    top = [{"token": token, "logprob": value, "bytes": None}]
+                    if mode != "no-verdict-token":
+                        top.append({"token": "No", "logprob": -2.0, "bytes": None})
+                    body = _completion(token, {"content": [{"token": token, "logprob": value,
+                                                            "bytes": None, "top_logprobs": top}]})  # fmt: skip
                 else:
-                    body = _completion("```python\ndef add(a, b):\n    return a + b\n```", None)
-                data = json.dumps(body).encode()
+                    code = "def add(a, b):\n    return a + b\n"
+                    if mode == "surrogate":
+                        code = "def add(a, b):\n    return a + b  # \ud800\n"
+                    body = _completion(f"```python\n{code}```", None)
+                data = json.dumps(body).encode()  # NaN and Infinity: JSON's usual extension
+                if mode == "not-json" and request.get("logprobs"):
+                    data = b"<html>502 Bad Gateway</html>"
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -356,12 +373,15 @@ class _Garbage:
             def log_message(self, *args):
                 pass
 
-        self.mode = mode
+        import threading as _threading
+
+        self.mode, self.requests, self.release = mode, 0, _threading.Event()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def close(self):
+        self.release.set()
         self.server.shutdown()
 
 
@@ -372,20 +392,89 @@ def _completion(text, logprobs):
             "usage": {"prompt_tokens": 5, "completion_tokens": 5, "total_tokens": 10}}  # fmt: skip
 
 
+REASONS = {"no-choices": "without choices", "no-verdict-token": "none of its verdict tokens",
+           "nan-logprob": "is nan; a log-probability is a finite number",
+           "inf-logprob": "is inf; a log-probability is a finite number",
+           "positive-logprob": "is 0.7; a log-probability is a finite number at most 0",
+           "not-json": "not a chat completion",
+           "surrogate": "not valid Unicode"}  # fmt: skip
+
+
 @needs_sandbox
-@pytest.mark.parametrize("mode", ["no-choices", "no-verdict-token"])
+@pytest.mark.parametrize("mode", list(REASONS))
 def test_garbage_replies_are_recorded_failures_and_lose_nothing(tmp_path, add_task, mode):
     server = _Garbage(mode)
+    cache = tmp_path / "cache"
     try:
         spec = f"openai:m@{server.url}"
-        out = tmp_path / "run"
-        m = _generate(tmp_path, out, "--task", str(tmp_path / "tasks.jsonl"), "--questions",
-                      "0:2", "--debater", spec, "--judge", spec)  # fmt: skip
+        args = ["--task", str(tmp_path / "tasks.jsonl"), "--questions", "0:2", "--debater", spec,
+                "--judge", spec, "--retries", "0"]  # fmt: skip
+        m = _generate(tmp_path, tmp_path / "run", *args, cache=cache)
+        made = server.requests
+        # a rerun over the same cache: the same failures, from the cache, and no crash
+        again = _generate(tmp_path, tmp_path / "rerun", *args, cache=cache)
     finally:
         server.close()
-    assert m["n_questions"] == 0 and m["n_failed_questions"] == 2
-    failures = [json.loads(x) for x in (out / "failures.jsonl").read_text().splitlines()]
-    reason = "without choices" if mode == "no-choices" else "none of its verdict tokens"
-    assert all(reason in f["error"] for f in failures), failures
-    if mode == "no-verdict-token":  # the proposals it did make stay cached for the rerun
-        assert m["proposer_calls_made"] == 4
+    for out, metrics in ((tmp_path / "run", m), (tmp_path / "rerun", again)):
+        assert metrics["n_questions"] == 0 and metrics["n_failed_questions"] == 2
+        failures = [json.loads(x) for x in (out / "failures.jsonl").read_text().splitlines()]
+        assert len(failures) == 2 and all(REASONS[mode] in f["error"] for f in failures), failures
+        assert (out / "pools.jsonl").read_text() == ""  # no NaN score, nothing half-written
+    if mode not in ("no-choices", "not-json"):  # cached replies answered the rerun
+        assert server.requests == made
+    if mode in ("no-verdict-token", "nan-logprob"):  # the proposals made stay cached
+        assert m["proposer_calls_made"] == 4 and again["proposer_calls_cached"] == 4
+
+
+def test_the_http_timeout_is_an_option_and_a_hung_server_stops_the_run_soon(tmp_path):
+    server = _Garbage("hang")
+    start = time.perf_counter()
+    try:
+        spec = f"openai:m@{server.url}"
+        out = _fails(tmp_path, "--task", "arc", "--questions", "0:1", "--debater", spec,
+                     "--judge", spec, "--retries", "0", "--http-timeout", "1")  # fmt: skip
+    finally:
+        server.close()
+    assert time.perf_counter() - start < 20
+    assert "no reply within 1 s" in out and "--http-timeout" in out
+    assert "--http-timeout" in _fails(tmp_path, "--http-timeout", "0")
+
+
+def test_a_binary_task_file_is_one_clear_error(tmp_path):
+    for name in ("tasks.jsonl", "tasks.bin"):
+        path = tmp_path / name
+        path.write_bytes(bytes(range(256)) * 4)
+        out = _fails(tmp_path, "--task", str(path), "--questions", "0:1")
+        assert str(path) in out and "is not a text file" in out
+        assert "give a JSON Lines file of code tasks" in out
+        assert len(out.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv", ".ndjson"])
+def test_a_binary_pool_file_given_to_bon_is_one_clear_error(tmp_path, suffix):
+    path = tmp_path / f"pools{suffix}"
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8)
+    result = CliRunner().invoke(main, ["bon", str(path), "--quiet", "--out", str(tmp_path / "o")])
+    assert result.exit_code == 1, result.output
+    assert "Traceback" not in result.output and str(path) in result.output
+    assert "is not a text file" in result.output and "give a pool file" in result.output
+    # bytes that are not UTF-8 without any NUL byte: the same
+    path.write_bytes(b'{"question_id": "\xff\xfe"}\n')
+    result = CliRunner().invoke(main, ["bon", str(path), "--quiet", "--out", str(tmp_path / "o")])
+    assert result.exit_code == 1 and "is not a text file" in result.output, result.output
+
+
+def test_bad_cached_replies_and_bad_verdicts_raise_reply_errors(tmp_path):
+    cache = CallCache(tmp_path / "calls.sqlite")
+    try:
+        cache.put("k", Reply("bad \ud800 text", 1, 1))
+        with pytest.raises(ReplyError, match="not valid Unicode"):
+            cache.call("proposer", "k", lambda: pytest.fail("the cached reply is used"))
+        assert cache.counts["proposer"]["calls_cached"] == 1
+    finally:
+        cache.close()
+    for bad in (float("nan"), float("inf"), float("-inf"), 0.5, "x"):
+        with pytest.raises(ReplyError, match="log-probability"):
+            verdict_score({"Yes": bad, "No": -1.0}, ("Yes",), ("No",))
+    assert verdict_score({"Yes": 1e-7, "No": -1.0}, ("Yes",), ("No",)) == pytest.approx(
+        1 / (1 + np.exp(-1.0)))  # fmt: skip

@@ -2,7 +2,8 @@
 model-written code, the call cache, and the generator of pools that ``debatelab bon`` reads.
 
 ``backends`` (llama.cpp in-process, OpenAI-compatible HTTP), ``tasks`` (HumanEval, ARC-AGI-1,
-the user's code tasks), ``sandbox`` (bubblewrap), ``cache`` (every call on disk), ``generate``
+the user's code tasks), ``sandbox`` (bubblewrap), ``harness`` (what runs inside a sandbox, and
+the plain-data codec), ``verify`` (verdicts the model's code cannot forge), ``cache`` (every call on disk), ``generate``
 (proposals, critiques, rebuttals, verdicts). Nothing here imports torch.
 """
 
@@ -10,6 +11,7 @@ from .backends import BackendError, Reply, ReplyError, load_model, verdict_score
 from .generate import PoolGenerator, PoolPlan, load_templates
 from .sandbox import SandboxLimits, SandboxResult, run_python
 from .tasks import Question, load_task
+from .verify import Verdict, verify_functions
 
 __all__ = [
     "BackendError",
@@ -20,9 +22,11 @@ __all__ = [
     "ReplyError",
     "SandboxLimits",
     "SandboxResult",
+    "Verdict",
     "load_model",
     "load_task",
     "load_templates",
     "run_python",
     "verdict_score",
+    "verify_functions",
 ]

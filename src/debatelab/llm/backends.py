@@ -240,7 +240,7 @@ class OpenAIModel:
         text = getattr(getattr(choice, "message", None), "content", None)
         if not isinstance(text, str):
             raise ReplyError(f"{self.name}: a reply without text")
-        return Reply(text, *_usage(out)).check(self.name)
+        return Reply(text, *_usage(out))  # checked on use (CallCache.call), cached as it came
 
     def verdict(self, messages: list[dict], candidates: tuple[str, ...]) -> Reply:
         out = self._create(messages=messages, temperature=0.0, max_tokens=1, logprobs=True,
@@ -254,17 +254,16 @@ class OpenAIModel:
         try:
             for item in content[0].top_logprobs or []:
                 key, value = item.token.strip(), item.logprob
-                if type(value) not in (int, float) or not np.isfinite(value) or \
-                        value > LOGPROB_SLACK:  # fmt: skip
+                if type(value) not in (int, float):
                     raise ReplyError(f"{self.name}: the log-probability of {key!r} is "
-                                     f"{value!r}; a log-probability is a finite number at "
-                                     "most 0")  # fmt: skip
-                seen[key] = max(seen.get(key, -np.inf), float(value))
+                                     f"{value!r}, not a number")  # fmt: skip
+                # NaN, inf or > 0 stay as they came: Reply.check makes them a failure on use
+                old = seen.get(key)
+                seen[key] = float(value) if old is None or not value <= old else old
         except (AttributeError, TypeError, IndexError, KeyError) as exc:
             raise ReplyError(f"{self.name}: malformed log-probabilities "
                              f"({type(exc).__name__})") from None  # fmt: skip
-        return Reply("", _usage(out)[0], 1,
-                     {c: seen.get(c.strip()) for c in candidates}).check(self.name)  # fmt: skip
+        return Reply("", _usage(out)[0], 1, {c: seen.get(c.strip()) for c in candidates})
 
 
 def _first_choice(out, name: str):

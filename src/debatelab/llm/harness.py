@@ -290,7 +290,7 @@ def _serve_candidate(setup):
         exec(compile(setup["code"], "/tmp/solution.py", "exec"), space)
         load_error = None
     except BaseException as exc:  # noqa: BLE001 (anything the code raises is its failure)
-        load_error = type(exc).__name__
+        load_error = f"{type(exc).__name__}: {str(exc)[:150]}"
     for request in _lines(requests):
         seq = request["call"]
         if load_error is not None:
@@ -340,7 +340,7 @@ class _Channel:
         kind = getattr(builtins, str(reply.get("raise")), None)
         if isinstance(kind, type) and issubclass(kind, Exception):
             raise kind(f"raised by {name}")
-        raise CandidateError(f"{name}: {reply.get('raise')}")
+        raise CandidateError(f"{name}: {reply.get('raise')} {reply.get('detail', '')}".strip())
 
 
 def _run_checker(setup):

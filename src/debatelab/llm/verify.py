@@ -46,6 +46,11 @@ def _message(line: bytes) -> dict | None:
     return obj if isinstance(obj, dict) else None
 
 
+def _safe(text, limit: int) -> str:
+    """Text from the candidate, as printable ASCII of bounded length (it reaches the report)."""
+    return str(text)[:limit].encode("ascii", "backslashreplace").decode("ascii")
+
+
 def verify_functions(code: str, tests: str, under_test: list[str], *, check: str | None = None,
                      header: str = "", limits: SandboxLimits = DEFAULT_LIMITS) -> Verdict:  # fmt: skip
     """Run ``tests`` against the functions ``under_test`` that ``code`` defines.
@@ -83,7 +88,7 @@ def verify_functions(code: str, tests: str, under_test: list[str], *, check: str
                     return end(False, "checker: a verdict without the run's secret")
                 if msg.get("passed") is True:
                     return end(True, "passed")
-                return end(False, f"tests failed: {str(msg.get('error'))[:300]}")
+                return end(False, f"tests failed: {_safe(msg.get('error'), 300)}")
             if state["pending"] is not None or not isinstance(msg.get("call"), int):
                 return end(False, "checker: out of step")
             try:
@@ -107,7 +112,8 @@ def verify_functions(code: str, tests: str, under_test: list[str], *, check: str
                 except PlainDataError as exc:
                     return end(False, f"candidate: an answer that is not plain data ({exc})")
             elif isinstance(msg.get("raise"), str):
-                reply = {"seq": state["pending"], "raise": msg["raise"][:100]}
+                reply = {"seq": state["pending"], "raise": _safe(msg["raise"], 100),
+                         "detail": _safe(msg.get("detail", ""), 200)}  # fmt: skip
             else:
                 return end(False, "candidate: a malformed answer")
             state["pending"] = None
