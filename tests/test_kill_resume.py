@@ -187,8 +187,10 @@ def test_dump_resumes_its_store_without_recomputing_a_chunk(tmp_path, data_root)
     run_cli(args, tmp_path / "ref", ref_cache, data_root)
     cache = cache_with(tmp_path, "cache-killed", ref_cache)  # the same judges, no store
     store_root = cache / "allmask" / "mnist"
+    # a chunk's done flag is its own file, done/c/<chunk> (zarr writes <chunk>.<uuid>.partial
+    # first and renames it)
     kill_mid_run(args, tmp_path / "killed", cache, data_root,
-                 lambda: any(store_root.glob("*.zarr/done/c/*")))  # fmt: skip
+                 lambda: any(f.name.isdigit() for f in store_root.glob("*.zarr/done/c/*")))  # fmt: skip
 
     import zarr
 
