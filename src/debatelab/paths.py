@@ -3,7 +3,9 @@
 The data root is only read when the files are there; it may be read-only. Downloads (when a
 dataset is missing and the network is there) go into the data root, which must then be
 writable. Everything derived (trained judges, decoded datasets, all-mask stores) lives in the
-cache directory.
+cache directory, and so do the published trained judges of the 2026 study, downloaded there on
+first use (``debatelab.judges.published``; ``$DEBATELAB_PUBLISHED_URL`` names another server
+that holds its repository's files).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 DATA_ENV = "DEBATELAB_DATA"
 CACHE_ENV = "DEBATELAB_CACHE"
 OFFLINE_ENV = "DEBATELAB_OFFLINE"
+PUBLISHED_URL_ENV = "DEBATELAB_PUBLISHED_URL"
 
 
 def data_root(data_dir: str | os.PathLike | None = None) -> Path:
