@@ -42,6 +42,7 @@ def test_published_tables_equal_the_published_logs():
 def test_judges_train_writes_a_run_and_resumes_from_the_cache(tmp_path, data_root, monkeypatch):
     monkeypatch.setenv("DEBATELAB_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("DEBATELAB_DATA", str(data_root))
+    monkeypatch.setenv("DEBATELAB_OFFLINE", "1")  # the published curves cannot be downloaded
     out = tmp_path / "run"
     args = ["judges", "train", "--design", "D3", "--protocol", "debate4", "--rule", "sym",
             "--epochs", "2", "--budget", "16", "--train-limit", "256",
@@ -58,6 +59,9 @@ def test_judges_train_writes_a_run_and_resumes_from_the_cache(tmp_path, data_roo
     )
     assert (out / "curves.png").stat().st_size > 0
     assert "88.29 / 88.29 / 89.47" in result.output  # the published D3 MNIST 4-turn sym judge
+    # offline, the plot goes without the published curves and the run says how to add them
+    assert "curves.png leaves out the published curves" in result.output
+    assert "--published DIR" in result.output
     again = CliRunner().invoke(main, args)
     assert again.exit_code == 0 and json.loads((out / "metrics.json").read_text()) == metrics
     bad = CliRunner().invoke(main, ["judges", "train", "--protocol", "consultancy", "--rule",

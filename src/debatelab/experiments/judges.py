@@ -11,7 +11,9 @@ schedule) and `cpu` (a reduced one for a 2-core machine, see README).
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,8 +21,12 @@ from pathlib import Path
 import numpy as np
 
 from ..data import VARIANTS, load_variant
+from ..errors import CacheError
+from ..games.sampled import branching_for
 from ..games.sampled_play import SEARCHES, evaluate_trained_judge
+from ..judges import published as pub_files
 from ..judges.onpolicy import DESIGNS, OnPolicyConfig, load_published_judge, parse_published_name
+from ..options import CLUSTER, DEVICE, IMAGES, WORKERS, parse_device
 from ..progress import progress as progress_bar
 from ..reference import TRAINED_JUDGES, TRAINED_SWEEP
 from ..report.runs import RunFolder
@@ -31,18 +37,25 @@ PROTOCOLS = ("consultancy", "debate2", "debate4")
 METRICS = ("judge", "selection", "belief")
 
 
-def resolve_device(device: str, cluster: str = "local") -> str:
-    """``auto``: CUDA when this machine has it. ``cuda`` on a Ray cluster is not checked here:
-    each judge's task asks the cluster for a GPU."""
-    import torch
+def check_at_least(value, flag: str, low: int, unset: str | None = None) -> None:
+    """Refuse a number below ``low`` with one message naming the option ``flag`` as the command
+    line spells it; ``unset`` says what leaving it out means (for options that may be left
+    out)."""
+    if value is not None and value < low:
+        left = f" (or leave it out: {unset})" if unset else ""
+        raise ValueError(f"{flag} must be >= {low}{left}, got {value}")
 
-    if device == "cuda" and cluster != "local":
-        return device
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cuda" and not torch.cuda.is_available():
-        raise ValueError("--device cuda: no CUDA device here; use --device cpu or auto")
-    return device
+
+def check_budget(budget: int | None, protocols, search: str, flag: str = "--budget") -> None:
+    """Refuse a budget that the sampled trees of ``protocols`` cannot spread evenly."""
+    check_at_least(budget, flag, 1, "the default")
+    if budget is None or search != "sampled":
+        return
+    for protocol in protocols:
+        try:
+            branching_for(protocol, budget)
+        except ValueError as exc:
+            raise ValueError(f"{flag} {budget}: {exc}") from None
 
 
 @dataclass
@@ -57,16 +70,16 @@ class ScheduleConfig:
     """cpu: a reduced schedule for a 2-core machine (3 epochs on 12,000 training images, 81
     leaves per image = 9 x 9 = 3^4, 1,000 test images per evaluation); paper: the published
     one (10 epochs on 60,000, 1,296 leaves, all 10,000 test images)."""
-    epochs: int | None = None
+    epochs: int | None = field(default=None, metadata={"min": 1})
     """Override the preset's epochs."""
-    budget: int | None = None
+    budget: int | None = field(default=None, metadata={"min": 1})
     """Override the preset's judge evaluations per image per step (a square and a fourth
     power: 16, 81, 256, 625, 1296)."""
-    train_limit: int | None = None
+    train_limit: int | None = field(default=None, metadata={"min": 1})
     """Override the preset's training images (the first N)."""
-    eval_images: str | None = None
+    eval_images: str | None = field(default=None, metadata=IMAGES)
     """Override the preset's test images evaluated after every epoch."""
-    capability: int | None = None
+    capability: int | None = field(default=None, metadata={"min": 1})
     """Debaters as top-k quantilisers at every turn of the sampled tree (default: exact play,
     as published)."""
     search: str = field(default="sampled", metadata={"choices": SEARCHES})
@@ -74,19 +87,32 @@ class ScheduleConfig:
     candidate (58,905 masks; 353,430 pair splits; 1,413,720 ordered reveals), scored by the
     factorised trunk, so the debaters are truly optimal against the judge (about 0.1-3 s of
     one core per image and step for D1; meant for a GPU or small runs)."""
-    device: str = field(
-        default="auto", compare=False, metadata={"choices": ("auto", "cpu", "cuda")}
-    )
-    """Where to train: a CUDA device when there is one (auto), else the CPU."""
-    cluster: str = field(default="local", compare=False)
+    device: str = field(default="auto", compare=False, metadata=DEVICE)
+    """Where to train: auto (a CUDA device when there is one, else the CPU), cpu, cuda or
+    cuda:N."""
+    cluster: str = field(default="local", compare=False, metadata=CLUSTER)
     """Where the judges train: local (one after another here), ray (a local Ray instance),
     ray:auto (join the running Ray cluster) or ray:HOST:PORT (one Ray task per judge, with a
     GPU when --device is cuda); results do not depend on it."""
+    published: str | None = field(default=None, compare=False)
+    """A local copy of the published judges, for their per-epoch curves in curves.png (default:
+    downloaded into the cache on first use, sha256-checked)."""
 
     def __post_init__(self):
         from ..cluster import Cluster
 
+        # bad numbers fail here, before any data is loaded
+        check_at_least(self.epochs, "--epochs", 1, "the preset's")
+        check_at_least(self.train_limit, "--train-limit", 1, "the preset's")
+        check_at_least(self.capability, "--capability", 1, "exact play")
+        check_budget(self.budget, self.protocols(), self.search)
+        if self.published is not None:
+            pub_files.local_copy(self.published)  # a missing folder fails here
         Cluster.parse(self.cluster)  # a bad --cluster fails before any training
+
+    def protocols(self) -> tuple[str, ...]:
+        """The protocols this config trains (the budget must suit each)."""
+        return PROTOCOLS
 
     def onpolicy(self, protocol: str, rule: str, control: bool, seed: int | None = None):
         """The :class:`OnPolicyConfig` of one judge under this schedule."""
@@ -110,8 +136,15 @@ class JudgeConfig(ScheduleConfig):
     """Scoring rule (consultancy: asym)."""
     control: bool = False
     """The shuffled control: the four cells in four channel groups, in a fresh order per play."""
-    seed: int | None = None
+    seed: int | None = field(default=None, metadata={"min": 0})
     """Seed (default: the published seed of this judge)."""
+
+    def __post_init__(self):
+        check_at_least(self.seed, "--seed", 0, "the published seed")
+        super().__post_init__()
+
+    def protocols(self) -> tuple[str, ...]:
+        return (self.protocol,)
 
 
 def published_final(design: str, variant: str, cfg: OnPolicyConfig) -> dict[str, float]:
@@ -176,9 +209,10 @@ def run(config: JudgeConfig, folder: RunFolder) -> dict:
     judge is read back). Writes history.json, curves.png (the published curve dashed, where
     there is one) and the final numbers beside the published ones.
     """
-    device = resolve_device(config.device, config.cluster)
+    device = parse_device(config.device, config.cluster)
     cfg = config.onpolicy(config.protocol, config.rule, config.control, config.seed)
     folder.seeds["train"] = cfg.seed
+    published = curves_for_plot([cfg], config, folder)[cfg.name]  # before any training
     data = load_variant(cfg.variant, folder.data_dir)
     (judge,) = train_many([cfg], folder, device, data, config.cluster)
     history = judge.history
@@ -186,7 +220,7 @@ def run(config: JudgeConfig, folder: RunFolder) -> dict:
     from ..report.plots import epoch_curves
 
     label = f"{cfg.design} {cfg.name}"
-    epoch_curves({label: history}, folder.file("curves.png"), {label: published_curves(cfg)},
+    epoch_curves({label: history}, folder.file("curves.png"), {label: published},
                  len(data.y_train))  # fmt: skip
     metrics = final_metrics(history)
     pub = published_final(config.design, config.variant, cfg)
@@ -209,21 +243,15 @@ def judge_table(rows) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# the published per-epoch curves, where the shared copy has them
-
-PUBLISHED_ROOT = Path(__file__).resolve().parents[3].parent / "shared" / "published-judges"
-_CURVE_FOLDERS = {("D1", "mnist"): "trained_judges_D1_mnist",
-                  ("D3", "mnist"): "trained_judges_D3_mnist",
-                  ("D3", "fashionmnist-whitened"): "trained_judges_D3_fashionmnist_whitened",
-                  ("D2", "mnist"): "verifier_head_D2_mnist"}  # fmt: skip
+# the published per-epoch curves, from the downloaded (or an offline) copy of the published judges
 
 
-def published_curves(cfg: OnPolicyConfig, root: Path | None = None) -> dict[str, np.ndarray]:
-    """The published per-epoch metrics (%) of the judge ``cfg`` describes, where present."""
-    folder = (root or PUBLISHED_ROOT) / "curves" / _CURVE_FOLDERS.get((cfg.design, cfg.variant),
-                                                                       "-")  # fmt: skip
-    if not folder.exists():
-        return {}
+def curve_entries(cfg: OnPolicyConfig) -> list[tuple[str, pub_files.Entry]]:
+    """``(metric, manifest entry)`` of each published per-epoch array of the judge ``cfg``
+    describes (none for a design and dataset the study did not publish)."""
+    folder = pub_files.FOLDERS.get((cfg.design, cfg.variant))
+    if folder is None:
+        return []
     rule = {"last_b": "lastdig"}.get(cfg.rule, cfg.rule)
     if cfg.protocol == "consultancy":
         stem = "consultancy"
@@ -231,16 +259,51 @@ def published_curves(cfg: OnPolicyConfig, root: Path | None = None) -> dict[str,
         stem = f"{'control' if cfg.control else 'debate'}{cfg.protocol[-1]}"
     else:
         stem = f"{'control' if cfg.control else 'debate'}_{cfg.protocol[-1]}turn"
-    out = {}
-    for f in folder.glob(f"{stem}_epoch_*.npy"):
-        parts = f.stem.split("_epoch_")[1].split("_")
+    out = []
+    for entry in pub_files.curve_entries(folder):
+        head, sep, tail = entry.name.removesuffix(".npy").partition("_epoch_")
+        if head != stem or not sep:
+            continue
+        parts = tail.split("_")
         if cfg.protocol != "consultancy" and rule not in parts:
             continue
         metric = {"sel": "selection", "selection": "selection", "judge": "judge",
                   "belief": "belief"}[parts[0]]  # fmt: skip
-        values = np.load(f).astype(float)
-        out[metric] = values * (100 if values.max() <= 1 else 1)
+        out.append((metric, entry))
     return out
+
+
+def published_curves(cfg: OnPolicyConfig, published: str | os.PathLike | None = None,
+                     cache: str | os.PathLike | None = None,
+                     progress: bool = False) -> dict[str, np.ndarray]:  # fmt: skip
+    """The published per-epoch metrics (%) of the judge ``cfg`` describes, where published: read
+    from the local copy ``published`` (``--published DIR``; arrays it lacks are left out), else
+    from the cache, downloaded and sha256-checked on first use
+    (:class:`debatelab.judges.published.PublishedError` when that cannot be done)."""
+    wanted = curve_entries(cfg)
+    if not wanted:
+        return {}
+    copy = (pub_files.local_copy(published) if published is not None
+            else pub_files.fetch([e for _, e in wanted], cache, progress=progress))  # fmt: skip
+    out = {}
+    for metric, entry in wanted:
+        f = copy.path(entry.path)
+        if f.is_file():
+            values = np.load(f).astype(float)
+            out[metric] = values * (100 if values.max() <= 1 else 1)
+    return out
+
+
+def curves_for_plot(cfgs: list[OnPolicyConfig], config: ScheduleConfig,
+                    folder: RunFolder) -> dict[str, dict[str, np.ndarray]]:  # fmt: skip
+    """The published curves of each judge of ``cfgs`` (by name), for the plots; when they cannot
+    be had (offline, no network), the plot goes without them and the run says why."""
+    try:
+        return {cfg.name: published_curves(cfg, config.published, folder.cache_dir,
+                                           folder.progress) for cfg in cfgs}  # fmt: skip
+    except pub_files.PublishedError as exc:
+        folder.echo(f"curves.png leaves out the published curves: {exc}")
+        return {cfg.name: {} for cfg in cfgs}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -262,17 +325,17 @@ def run_sweep(config: SweepJudgesConfig, folder: RunFolder) -> dict:
     stopped. Writes report.md (the table beside the published one), histories.json and
     curves.png (every judge's metrics against epochs, published curves dashed).
     """
-    device = resolve_device(config.device, config.cluster)
-    data = load_variant(config.variant, folder.data_dir)
-    rows, histories, published = [], {}, {}
-    metrics: dict = {}
+    device = parse_device(config.device, config.cluster)
     cfgs = [config.onpolicy(protocol, rule, control) for protocol, rule, control in TRAINED_SWEEP]
+    published = curves_for_plot(cfgs, config, folder)  # before any training
+    data = load_variant(config.variant, folder.data_dir)
+    rows, histories = [], {}
+    metrics: dict = {}
     judges = train_many(cfgs, folder, device, data, config.cluster)
     for cfg, judge in zip(cfgs, judges, strict=True):
         ours = final_metrics(judge.history)
         rows.append((cfg.name, ours, published_final(config.design, config.variant, cfg)))
         histories[cfg.name] = judge.history
-        published[cfg.name] = published_curves(cfg)
         metrics.update({f"{cfg.name}/{k}": v for k, v in ours.items()})
         folder.echo(f"{cfg.name}: " + ", ".join(f"{k} {100 * v:.2f}" for k, v in ours.items()
                                                 if k in METRICS))  # fmt: skip
@@ -300,62 +363,97 @@ class EvalJudgeConfig:
     """Settings of the evaluation of one trained judge."""
 
     judge_file: str = field(default="", metadata={"argument": True, "file": True})
-    """A judge checkpoint: one this project trained, or a published one
-    (../shared/published-judges)."""
+    """A judge checkpoint: one this project trained (`debatelab judges train` prints its path),
+    or a published one (named as in the study's repository, e.g.
+    debate_judge_2turn_asym_mnist.pt)."""
     variant: str | None = field(default=None, metadata={"flag": "--dataset"})
     """Dataset variant (default: the checkpoint's)."""
-    images: str = "all"
+    images: str = field(default="all", metadata=IMAGES)
     """Test images: 'all', 'N', 'a:b' or 'a:b:step'."""
-    budget: int = 1296
+    budget: int = field(default=1296, metadata={"min": 1})
     """Judge evaluations per image (the sampled tree's leaves)."""
-    seed: int = 0
+    seed: int = field(default=0, metadata={"min": 0})
     """Seed of the candidate draws."""
-    batch: int = 32
+    batch: int = field(default=32, metadata={"min": 1})
     """Images per search batch."""
-    capability: int | None = None
+    capability: int | None = field(default=None, metadata={"min": 1})
     """Debaters as top-k quantilisers (default: exact play)."""
     search: str = field(default="sampled", metadata={"choices": SEARCHES})
     """sampled: fresh candidate trees of --budget leaves (published); exact: every candidate,
     scored by the factorised trunk."""
-    device: str = field(
-        default="auto", compare=False, metadata={"choices": ("auto", "cpu", "cuda")}
-    )
-    """Where to evaluate."""
+    device: str = field(default="auto", compare=False, metadata=DEVICE)
+    """Where to evaluate: auto (a CUDA device when there is one, else the CPU), cpu, cuda or
+    cuda:N."""
 
     def __post_init__(self):
         if not self.judge_file:
             raise ValueError("give the checkpoint to evaluate: debatelab judges eval PATH")
+        path = Path(self.judge_file)
+        if not path.is_file() or not os.access(path, os.R_OK):
+            why = "is a folder" if path.is_dir() else (
+                "cannot be read" if path.exists() else "does not exist")  # fmt: skip
+            raise ValueError(f"{self.judge_file} {why}: give the path of a judge checkpoint, one "
+                             f"`debatelab judges train` wrote or a published one{_FIND_JUDGES}")  # fmt: skip
+        check_at_least(self.seed, "--seed", 0)
+        check_at_least(self.batch, "--batch", 1)
+        check_at_least(self.capability, "--capability", 1, "exact play")
+        # a file that is not a judge, or a budget its protocol cannot spread, fails here, before
+        # the run folder is made or any data loaded (a checkpoint takes milliseconds to read)
+        judge, _, _, protocol, _, _ = load_any_judge(self.judge_file)
+        check_budget(self.budget, (protocol,) if _branching(judge) is None else (), self.search)
+
+
+def _branching(judge) -> tuple[int, ...] | None:
+    """The cell tree an argument-channel arm was trained on (evaluated on it, not --budget)."""
+    return getattr(getattr(judge, "trained_config", None), "branching", None)
+
+
+_FIND_JUDGES = (" (the published ones: `debatelab judges eval-published` downloads them into the "
+                "cache, under published-judges/)")  # fmt: skip
 
 
 def load_any_judge(path: str):
     """``(judge, design, variant, protocol, rule, control)`` of our checkpoint or a published
-    one."""
+    one; a file that is neither fails with one message naming it (it is the user's file, never
+    treated as a cache entry)."""
     try:
         name = parse_published_name(path)
     except ValueError:
-        judge = load_onpolicy_judge(path)
-        from ..judges.train import load_judge
-
-        cfg = load_judge(path, "onpolicy").config
-        judge.trained_config = cfg
+        try:
+            judge = load_onpolicy_judge(path)
+        except (CacheError, FileNotFoundError) as exc:
+            why = exc.__cause__ or exc
+            raise ValueError(
+                f"{path} cannot be read as a judge checkpoint ({type(why).__name__}: {why}): give "
+                "a checkpoint that `debatelab judges train` wrote, or a published judge under its "
+                f"published name (e.g. debate_judge_2turn_asym_mnist.pt){_FIND_JUDGES}"
+            ) from exc
+        cfg = judge.trained_config
         return judge, cfg.design, cfg.variant, cfg.protocol, cfg.rule, cfg.control
     judge = load_published_judge(path)
     return judge, name.design, name.dataset, name.protocol, name.rule, name.control
+
+
+@functools.lru_cache(maxsize=1)
+def test_images(variant: str, data_dir=None):
+    """``(x_test, y_test)`` of a dataset variant, kept for the next judge of the same dataset
+    (`judges eval-published` evaluates 13 in a row; reading a dataset takes seconds)."""
+    data = load_variant(variant, data_dir)
+    return data.x_test, data.y_test
 
 
 def evaluate_checkpoint(config: EvalJudgeConfig, data_dir=None, progress: bool = False) -> dict:
     """The metrics of :func:`evaluate_trained_judge` for ``config``'s checkpoint, with its design,
     variant, protocol, rule and control, and the published final numbers (``published_*``)
     when it is a published judge."""
-    device = resolve_device(config.device)
+    device = parse_device(config.device)
     judge, design, variant, protocol, rule, control = load_any_judge(config.judge_file)
     variant = config.variant or variant
+    branching = _branching(judge)
     judge.model.to(device)
-    data = load_variant(variant, data_dir)
-    sl = parse_images(config.images, len(data.x_test))
-    # an argument-channel arm is evaluated on its own cell tree (its branching), not --budget
-    branching = getattr(getattr(judge, "trained_config", None), "branching", None)
-    m = evaluate_trained_judge(judge, data.x_test[sl].to(device), data.y_test[sl],
+    x_test, y_test = test_images(variant, data_dir)
+    sl = parse_images(config.images, len(x_test))
+    m = evaluate_trained_judge(judge, x_test[sl].to(device), y_test[sl],
                                protocol=protocol, rule=rule, control=control,
                                budget=config.budget, seed=config.seed, batch=config.batch,
                                progress=progress, capability=config.capability,
@@ -380,7 +478,7 @@ def _ours_and_published(m: dict) -> tuple[dict, dict]:
 def run_eval(config: EvalJudgeConfig, folder: RunFolder) -> dict:
     """Evaluate a trained judge: selection accuracy, judge accuracy and belief on test images,
     with fresh sampled candidate trees and the exact search (eval mode), beside the published
-    final numbers when the checkpoint is a published judge (../shared/published-judges).
+    final numbers when the checkpoint is a published judge.
 
     The judge's design, protocol, rule and control come from the checkpoint (for published
     files, from their names).
@@ -398,45 +496,71 @@ def run_eval(config: EvalJudgeConfig, folder: RunFolder) -> dict:
 
 @dataclass
 class EvalPublishedConfig:
-    """Settings of the evaluation of every published trained judge (52 in the study's copy)."""
+    """Settings of the evaluation of every published trained judge (52 in the study)."""
 
-    published: str = str(PUBLISHED_ROOT)
-    """The folder of published judges: one subfolder of .pt files per design and dataset."""
+    published: str | None = None
+    """A local copy of the published judges: a clone of the study's repository, or one subfolder
+    of .pt files per design and dataset (default: downloaded into the cache on first use,
+    sha256-checked)."""
     folders: str = "all"
     """Which subfolders, comma separated (e.g. trained_judges_D1_mnist), or 'all'."""
-    images: str = "all"
+    images: str = field(default="all", metadata=IMAGES)
     """Test images of each judge's dataset: 'all', 'N', 'a:b' or 'a:b:step'."""
-    budget: int = 1296
+    budget: int = field(default=1296, metadata={"min": 1})
     """Judge evaluations per image (the sampled tree's leaves)."""
-    seed: int = 0
+    seed: int = field(default=0, metadata={"min": 0})
     """Seed of the candidate draws (the same for every judge)."""
-    batch: int = 32
+    batch: int = field(default=32, metadata={"min": 1})
     """Images per search batch."""
     search: str = field(default="sampled", metadata={"choices": SEARCHES})
     """sampled (published) or exact (every candidate)."""
-    workers: int = field(default=1, compare=False)
+    workers: int = field(default=WORKERS, compare=False, metadata={"min": 1})
     """Judges evaluated at once, each in its own process (results do not depend on it)."""
-    device: str = field(
-        default="auto", compare=False, metadata={"choices": ("auto", "cpu", "cuda")}
-    )
-    """Where to evaluate."""
+    device: str = field(default="auto", compare=False, metadata=DEVICE)
+    """Where to evaluate: auto (a CUDA device when there is one, else the CPU), cpu, cuda or
+    cuda:N."""
 
-    def judge_files(self) -> list[Path]:
-        root = Path(self.published)
-        if not root.is_dir():
-            raise ValueError(f"--published {root}: no such folder; give the folder of published "
-                             "judges (../shared/published-judges)")  # fmt: skip
-        subs = sorted(p for p in root.iterdir() if p.is_dir() and any(p.glob("*.pt")))
-        if self.folders != "all":
-            wanted = [w.strip() for w in self.folders.split(",") if w.strip()]
+    def __post_init__(self):
+        # bad input fails here, before anything is downloaded or loaded
+        check_budget(self.budget, PROTOCOLS, self.search)
+        check_at_least(self.seed, "--seed", 0)
+        check_at_least(self.batch, "--batch", 1)
+        check_at_least(self.workers, "--workers", 1)
+        if not self.wanted_folders() and self.folders != "all":
+            raise ValueError(f"--folders {self.folders!r}: name judge folders, comma separated, "
+                             "or 'all'")  # fmt: skip
+        if self.published is not None:
+            pub_files.local_copy(self.published)
+        else:
+            pub_files.judge_entries(self.wanted_folders())  # unknown folders fail here
+
+    def wanted_folders(self) -> list[str] | None:
+        """The folders --folders names (None: all)."""
+        if self.folders == "all":
+            return None
+        return [w.strip() for w in self.folders.split(",") if w.strip()]
+
+    def judge_files(self, cache: str | os.PathLike | None = None,
+                    progress: bool = False) -> list[Path]:  # fmt: skip
+        """The checkpoints to evaluate: of the local copy (--published), else of the cache,
+        where those not there yet are downloaded and sha256-checked first."""
+        wanted = self.wanted_folders()
+        if self.published is None:
+            entries = pub_files.judge_entries(wanted)
+            copy = pub_files.fetch(entries, cache, progress=progress)
+            return [copy.path(e.path) for e in entries]  # sorted by folder, then name
+        copy = pub_files.local_copy(self.published)
+        subs = copy.judge_folders()
+        if wanted is not None:
             unknown = sorted(set(wanted) - {p.name for p in subs})
             if unknown:
-                raise ValueError(f"--folders: no judges in {', '.join(unknown)} under {root}; "
-                                 f"choose among {', '.join(p.name for p in subs)}")  # fmt: skip
+                raise ValueError(f"--folders: no judges in {', '.join(unknown)} under "
+                                 f"{copy.weights}; choose among "
+                                 f"{', '.join(p.name for p in subs)}")  # fmt: skip
             subs = [p for p in subs if p.name in wanted]
         files = [f for sub in subs for f in sorted(sub.glob("*.pt"))]
         if not files:
-            raise ValueError(f"no published judges (*.pt) under {root}")
+            raise ValueError(f"no published judges (*.pt) under {copy.weights}")
         for f in files:
             parse_published_name(f)  # a file named otherwise fails here, before any work
         return files
@@ -455,8 +579,9 @@ def _eval_piece(piece):
 
 
 def run_eval_published(config: EvalPublishedConfig, folder: RunFolder) -> dict:
-    """Evaluate every published trained judge (../shared/published-judges) with this project's
-    search, encodings and rules, beside the published final numbers.
+    """Evaluate every published trained judge with this project's search, encodings and rules,
+    beside the published final numbers. The judges are downloaded into the cache on first use
+    (each file checked by sha256; later runs download nothing), or read from --published DIR.
 
     Each judge is one piece, stored in the run folder as it finishes (keyed by the settings),
     so an interrupted run resumes at the next unfinished judge: rerun the same command. Writes
@@ -468,8 +593,8 @@ def run_eval_published(config: EvalPublishedConfig, folder: RunFolder) -> dict:
     from ..cluster import run_pieces
     from ..resume import KeyedPieces
 
-    files = config.judge_files()
-    device = resolve_device(config.device)
+    files = config.judge_files(folder.cache_dir, folder.progress)
+    device = parse_device(config.device)
     settings = {k: getattr(config, k) for k in ("images", "budget", "seed", "batch", "search")}
     folder.seeds["search"] = config.seed
     pieces_dir = KeyedPieces(folder.path / "judges", settings)

@@ -125,9 +125,11 @@ def get_onpolicy_judge(config: OnPolicyConfig, data: ImageData,
 
 def load_onpolicy_judge(path: str | os.PathLike) -> OnPolicyJudge:
     """A judge this project trained on-policy (a checkpoint of the cache) as an
-    :class:`OnPolicyJudge`; published checkpoints load with
-    :func:`.onpolicy.load_published_judge`."""
+    :class:`OnPolicyJudge`, with its training config as ``trained_config``; published
+    checkpoints load with :func:`.onpolicy.load_published_judge`."""
     trained = load_judge(path, "onpolicy")
     config = trained.config
     channels = trained.model.in_channels // GROUPS[family_of(config.protocol, config.control)]
-    return wrap(trained.model, config, Grid(trained.model.image_size, 6), channels)
+    judge = wrap(trained.model, config, Grid(trained.model.image_size, 6), channels)
+    judge.trained_config = config
+    return judge

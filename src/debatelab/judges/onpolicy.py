@@ -15,7 +15,7 @@ cells in a fresh order per play). Masks are therefore integer cell codes ``(B, n
 
 :class:`OnPolicyJudge` wraps a model as a :class:`debatelab.interfaces.Judge` and scores every
 claim (column) of many plays at once; :func:`load_published_judge` reads the published
-checkpoints in ../shared/published-judges.
+checkpoints (:mod:`.published` says where they come from).
 """
 
 from __future__ import annotations
@@ -524,12 +524,21 @@ def parse_published_name(path: str | os.PathLike) -> PublishedName:
 
 
 def load_published_judge(path: str | os.PathLike, max_batch: int = 16000) -> OnPolicyJudge:
-    """A published trained judge (../shared/published-judges) as an :class:`OnPolicyJudge`.
+    """A published trained judge (a file of :mod:`.published`) as an :class:`OnPolicyJudge`.
 
     Its design, protocol family and rule come from the file name; the architecture from the
     state dict, which is checked key by key and shape by shape."""
     name = parse_published_name(path)
-    payload = torch.load(path, weights_only=True, map_location="cpu")
+    try:
+        payload = torch.load(path, weights_only=True, map_location="cpu")
+    except FileNotFoundError:
+        raise
+    except Exception as exc:  # torch raises many kinds on a damaged file
+        raise ValueError(f"{path} cannot be read as a published judge ({type(exc).__name__}: "
+                         f"{exc}); give an intact copy of the published file") from exc  # fmt: skip
+    if not isinstance(payload, dict):
+        raise ValueError(f"{path} holds a {type(payload).__name__}, not a published judge's "
+                         "state dict")  # fmt: skip
     state = payload["state_dict"] if "state_dict" in payload else payload
     keys = _D1_KEYS if name.design == "D1" else _D3_KEYS
     renamed = {}
