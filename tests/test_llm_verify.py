@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from debatelab.llm.harness import PlainDataError, decode, encode, free_names, strict_equal
+from debatelab.llm.harness import PlainDataError, decode, encode, free_names, relay, strict_equal
 
 needs_sandbox = pytest.mark.skipif(
     shutil.which("bwrap") is None and not os.environ.get("DEBATELAB_REQUIRE_LLM"),
@@ -86,6 +86,30 @@ def test_deep_nesting_is_refused_on_both_sides():
         tree = ["l", [tree]]
     with pytest.raises(PlainDataError):
         decode(tree)
+
+
+@pytest.mark.parametrize("value", PLAIN, ids=lambda v: type(v).__name__)
+def test_the_hosts_relay_writes_what_encode_would(value):
+    assert relay(encode(value)) == encode(value)
+
+
+@pytest.mark.parametrize("message", [["s", [["l", []]]], ["d", [[["d", []], 1]]],
+                                     ["F", [["t", [["s", []]]]]], ["s", [["t", [["l", []]]]]],
+                                     ["x", "1"], ["i", "zz"], ["d", [[1]]]])  # fmt: skip
+def test_the_relay_refuses_what_decode_would(message):
+    with pytest.raises(PlainDataError):
+        decode(message)
+    with pytest.raises(PlainDataError):
+        relay(message)
+
+
+def test_the_relay_never_hashes_so_colliding_ints_cost_it_linear_time():
+    """Ints that are multiples of 2**61 - 1 all hash to 0: decoding 100_000 of them as a set
+    takes a minute of one C call that holds the GIL. The host only relays."""
+    tree = ["s", [["i", hex(k * (2**61 - 1))] for k in range(1, 100_000)]]
+    start = time.perf_counter()
+    assert relay(tree) == tree
+    assert time.perf_counter() - start < 2
 
 
 def test_strict_equal_keeps_types_but_compares_numbers_by_value():
@@ -190,6 +214,29 @@ def test_hostile_proposals_are_recorded_as_incorrect(humaneval_short, name):
     assert not verdict.passed, (name, verdict)
     assert time.perf_counter() - start < task.limits.wall_seconds + 5
     assert task.verify(q, f"{ADD}    return x + y\n") == 1.0  # the honest one, for contrast
+
+
+@needs_sandbox
+def test_an_answer_costly_to_hash_cannot_stall_the_host_and_fail_a_neighbour(humaneval_short):
+    """A proposal that answers a set of ints that all hash alike (it patches the harness's
+    encoder, so building it costs it nothing): decoding that set on the host was one C call of
+    a minute holding the GIL, so a right proposal verified meanwhile in another thread (as
+    pools do) timed out. The host now relays without hashing; the set costs the checker's
+    budget only."""
+    task, questions = humaneval_short
+    q = questions["HumanEval/53"]
+    hostile = ("import sys\nG = sys._getframe(1).f_globals\n"
+               "tree = ['s', [['i', hex(k * (2**61 - 1))] for k in range(1, 60_000)]]\n"
+               f"G['encode'] = lambda value: tree\n{ADD}    return x + y\n")  # fmt: skip
+    honest = f"import time\n{ADD}    time.sleep(0.01)\n    return x + y\n"  # ~1 s of calls
+    with ThreadPoolExecutor(1) as pool:
+        neighbour = pool.submit(task.check, q, honest)
+        time.sleep(0.3)
+        start = time.perf_counter()
+        verdict = task.check(q, hostile)
+        elapsed = time.perf_counter() - start
+        assert neighbour.result().passed, neighbour.result()
+    assert not verdict.passed and elapsed < task.limits.wall_seconds + 2, (verdict, elapsed)
 
 
 @needs_sandbox

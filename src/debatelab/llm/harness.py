@@ -112,6 +112,51 @@ def decode(obj) -> object:
         raise PlainDataError(f"{type(exc).__name__}: {str(exc)[:200]}") from None
 
 
+_HASHABLE = ("t", "F")  # the containers that may be a set's element or a dict's key
+
+
+def _relay(obj, depth, hashable):
+    if depth > MAX_DEPTH:
+        raise PlainDataError("nested too deeply")
+    kind = type(obj)
+    if obj is None or kind is bool or kind is str:
+        return obj
+    if kind is not list or not obj or type(obj[0]) is not str:
+        raise PlainDataError("not a tagged value")
+    tag = obj[0]
+    if tag in ("i", "f", "b", "c"):  # a scalar: parsed and written again, in linear time
+        return _enc(_dec(obj, depth), depth)
+    if tag in ("l", "t", "s", "F", "d") and len(obj) == 2 and type(obj[1]) is list:
+        if hashable and tag not in _HASHABLE:
+            raise PlainDataError("an unhashable value as a set element or a dict key")
+        if tag == "d":
+            out = []
+            for pair in obj[1]:
+                if type(pair) is not list or len(pair) != 2:
+                    raise PlainDataError("a dict entry is not a pair")
+                out.append([_relay(pair[0], depth + 1, True), _relay(pair[1], depth + 1, False)])
+            return ["d", out]
+        inner = hashable or tag in ("s", "F")
+        return [tag, [_relay(v, depth + 1, inner) for v in obj[1]]]
+    raise PlainDataError(f"unknown tag {tag[:20]!r}")
+
+
+def relay(obj) -> object:
+    """The :func:`encode` tree ``obj`` checked and written again, for the host to pass on.
+
+    It checks what :func:`decode` would (tags, numbers, depth; set elements and dict keys
+    hashable) without building a set or a dict: hashing is the one step whose cost the sender
+    chooses (ints that all hash alike make a set quadratic: minutes of one C call, holding the
+    host's GIL), so it is left to the sandbox that receives the value, under its own budgets.
+    """
+    try:
+        return _relay(obj, 0, False)
+    except PlainDataError:
+        raise
+    except (ValueError, TypeError, OverflowError, RecursionError, MemoryError) as exc:
+        raise PlainDataError(f"{type(exc).__name__}: {str(exc)[:200]}") from None
+
+
 # -- strict comparison (the checker's ==, != and in) --------------------------------------------
 _NUMBERS = (int, float)
 

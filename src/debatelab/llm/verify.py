@@ -5,13 +5,14 @@ Two sandboxes per verification, each with its own budgets (:mod:`debatelab.llm.s
 - the **candidate** sandbox loads the model's code and does one thing: answer calls. Each call
   arrives as plain data (one JSON line); the answer goes back as plain data or as the name of
   the exception raised. Whatever it writes is only ever *parsed* by the host
-  (:func:`debatelab.llm.harness.decode`: builtin types only, exact types kept, size and depth
-  bounded); nothing it prints, exits with or leaves behind is read as a verdict;
+  (:func:`debatelab.llm.harness.relay`: builtin types only, exact types kept, size and depth
+  bounded, in time linear in its size: the host never hashes the candidate's values);
+  nothing it prints, exits with or leaves behind is read as a verdict;
 - the **checker** sandbox runs the task's own tests (HumanEval's ``check``, a task file's
   asserts), with each function under test replaced by a proxy that asks the host, and with
   ``==``, ``!=`` and ``in`` comparing types (``True != 1``; int and float by value) and an
   asserted call required to return a bool. It never runs a line of the model's code and never
-  holds one of its objects: only plain values that the host decoded and encoded again. Its
+  holds one of its objects: only plain values that the host checked and wrote again. Its
   verdict carries a secret drawn per run that only the host and the checker know.
 
 The host passes a proposal only when the checker's verdict line, with the secret, says the tests
@@ -25,7 +26,7 @@ import json
 import secrets
 from dataclasses import dataclass
 
-from .harness import PlainDataError, decode, encode
+from .harness import PlainDataError, relay
 from .sandbox import DEFAULT_LIMITS, Sandbox, SandboxLimits, pump
 
 
@@ -92,9 +93,8 @@ def verify_functions(code: str, tests: str, under_test: list[str], *, check: str
             if state["pending"] is not None or not isinstance(msg.get("call"), int):
                 return end(False, "checker: out of step")
             try:
-                args, kwargs = decode(msg["args"]), decode(msg["kwargs"])
-                request = {"call": msg["call"], "name": str(msg["name"]), "args": encode(args),
-                           "kwargs": encode(kwargs)}  # fmt: skip
+                request = {"call": msg["call"], "name": str(msg["name"]),
+                           "args": relay(msg["args"]), "kwargs": relay(msg["kwargs"])}  # fmt: skip
             except (PlainDataError, KeyError) as exc:
                 return end(False, f"checker: arguments that are not plain data ({exc})")
             state["pending"] = msg["call"]
@@ -108,7 +108,7 @@ def verify_functions(code: str, tests: str, under_test: list[str], *, check: str
                 return end(False, "candidate: an answer nobody asked for")
             if "return" in msg:
                 try:
-                    reply = {"seq": state["pending"], "return": encode(decode(msg["return"]))}
+                    reply = {"seq": state["pending"], "return": relay(msg["return"])}
                 except PlainDataError as exc:
                     return end(False, f"candidate: an answer that is not plain data ({exc})")
             elif isinstance(msg.get("raise"), str):
