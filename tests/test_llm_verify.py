@@ -5,6 +5,7 @@ comparison on their own."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
@@ -120,6 +121,11 @@ def test_strict_equal_keeps_types_but_compares_numbers_by_value():
     assert not strict_equal({1, True and 2}, {True, 2}) and strict_equal({"a", 1}, {1, "a"})
     assert not strict_equal([True], [1]) and not strict_equal("1", 1)
     assert not strict_equal(b"a", "a") and not strict_equal(None, 0)
+    # inside set elements and dict keys too (Python's == says (True,) == (1,))
+    assert not strict_equal({(True, 2)}, {(1, 2)}) and strict_equal({(1, 2)}, {(1.0, 2)})
+    assert not strict_equal({(1,): "a"}, {(True,): "a"}) and strict_equal({1: "a"}, {1.0: "a"})
+    assert not strict_equal({frozenset({True})}, {frozenset({1})})
+    assert strict_equal({(1, (2, frozenset({3}))): [1]}, {(1.0, (2, frozenset({3.0}))): [1.0]})
 
 
 def test_the_functions_under_test_are_the_names_the_tests_never_bind():
@@ -280,6 +286,37 @@ def test_the_channel_is_only_data_so_its_one_power_is_choosing_answers(humaneval
            "['i', hex(answer)]}).encode() + b'\\n')\n")  # fmt: skip
     assert task.check(q, raw.replace("OFFSET", "0")).passed
     assert not task.check(q, raw.replace("OFFSET", "(x == 7)")).passed
+
+
+@needs_sandbox
+def test_user_tests_that_iterate_or_combine_calls_are_not_dodged(tmp_path):
+    """StopIteration raised by the function under test ended ``all(map(f, xs))`` with no call
+    answered (the assert passed); truthy non-bools passed ``and``/``or``/``all`` asserts; and
+    set elements and dict keys compared with Python's ``==`` (``(True, 2) == (1, 2)``)."""
+    from debatelab.llm.tasks import code_file_task
+
+    tasks = [
+        ("map", "assert all(map(is_prime, [2, 3, 5, 7]))\nassert not any(map(is_prime, [4, 9]))"),
+        ("ops", "assert is_prime(2) and is_prime(3)\nassert not (is_prime(4) or is_prime(6))"),
+        ("gen", "assert all(is_prime(n) for n in [2, 3])\nassert not any([is_prime(4)])"),
+        ("set", "assert is_prime(0) == {(1, 2), (0, 3)}\nassert is_prime(1) == {(1,): 'a'}"),
+    ]  # fmt: skip
+    path = tmp_path / "tasks.jsonl"
+    path.write_text("".join(json.dumps({"id": i, "prompt": "p", "tests": t}) + "\n"
+                            for i, t in tasks))  # fmt: skip
+    task = code_file_task(path)
+    q = {x.id: x for x in task.questions()}
+    prime = "def is_prime(n):\n    return n > 1 and all(n % d for d in range(2, n))\n"
+    truthy = prime.replace("return n > 1", "return [n] if n > 1").replace("))\n", ")) else []\n")
+    stop = "def is_prime(n):\n    raise StopIteration\n"
+    for name in ("map", "ops", "gen"):
+        assert task.check(q[name], prime).passed, name
+        assert not task.check(q[name], truthy).passed, name
+    assert not task.check(q["map"], stop).passed
+    honest = "def is_prime(n):\n    return {(1, 2), (0, 3)} if n == 0 else {(1,): 'a'}\n"
+    assert task.check(q["set"], honest).passed
+    bools = honest.replace("(1, 2), (0, 3)", "(True, 2), (False, 3)").replace("(1,)", "(True,)")
+    assert not task.check(q["set"], bools).passed
 
 
 @needs_sandbox

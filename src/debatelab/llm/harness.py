@@ -161,9 +161,24 @@ def relay(obj) -> object:
 _NUMBERS = (int, float)
 
 
+def _key(value):
+    """A hashable stand-in for a set element or a dict key that is equal to another's exactly
+    when the two are :func:`strict_equal` (inside tuples and frozensets too: ``(True,)`` is
+    not ``(1,)``)."""
+    kind = type(value)
+    if kind in _NUMBERS:
+        return ("n", value)
+    if kind is tuple:
+        return ("t", tuple(_key(v) for v in value))
+    if kind is frozenset:
+        return ("F", frozenset(_key(v) for v in value))
+    return (kind.__name__, value)
+
+
 def strict_equal(a, b) -> bool:
     """``a == b`` with types: bool never equals a number (``True != 1``), a list never a tuple,
-    a set never a frozenset; int and float compare by value."""
+    a set never a frozenset, at any depth (set elements and dict keys included); int and float
+    compare by value."""
     ta, tb = type(a), type(b)
     if ta is not tb:
         return ta in _NUMBERS and tb in _NUMBERS and a == b
@@ -172,11 +187,10 @@ def strict_equal(a, b) -> bool:
     if ta is dict:
         if len(a) != len(b):
             return False
-        typed = {(type(k), k): v for k, v in b.items()}
-        return all((type(k), k) in typed and strict_equal(v, typed[(type(k), k)])
-                   for k, v in a.items())  # fmt: skip
+        typed = {_key(k): v for k, v in b.items()}
+        return all(_key(k) in typed and strict_equal(v, typed[_key(k)]) for k, v in a.items())
     if ta is set or ta is frozenset:
-        return len(a) == len(b) and {(type(x), x) for x in a} == {(type(x), x) for x in b}
+        return len(a) == len(b) and {_key(x) for x in a} == {_key(x) for x in b}
     return bool(a == b)
 
 
@@ -209,6 +223,11 @@ def _truth(value):
     return value
 
 
+def _truthful(func):
+    """``func`` whose results must be bools (``all(map(f, xs))`` in an assert)."""
+    return lambda *args, **kwargs: _truth(func(*args, **kwargs))
+
+
 _OPS = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
         ">=": lambda a, b: a >= b, "is": lambda a, b: a is b,
         "is not": lambda a, b: a is not b}  # fmt: skip
@@ -217,8 +236,8 @@ _OP_TEXT = {ast.Eq: "==", ast.NotEq: "!=", ast.In: "in", ast.NotIn: "not in", as
 
 
 class _Strict(ast.NodeTransformer):
-    """Rewrites tests so that ``==``, ``!=``, ``in`` compare with types, and an asserted call
-    of a function under test must return a bool."""
+    """Rewrites tests so that ``==``, ``!=``, ``in`` compare with types, and a call of a
+    function under test whose result an assert truth-tests must return a bool."""
 
     def __init__(self, called: set[str]):
         self.called = called
@@ -235,14 +254,39 @@ class _Strict(ast.NodeTransformer):
 
     def visit_Assert(self, node):  # noqa: N802
         self.generic_visit(node)
-        test, negated = node.test, False
-        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-            test, negated = test.operand, True
-        if isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and \
-                test.func.id in self.called:  # fmt: skip
-            wrapped = ast.Call(ast.Name("_dl_truth", ast.Load()), [test], [])
-            node.test = ast.UnaryOp(ast.Not(), wrapped) if negated else wrapped
-            ast.fix_missing_locations(node)
+        node.test = self._asserted(node.test)
+        ast.fix_missing_locations(node)
+        return node
+
+    def _under_test(self, node):
+        return isinstance(node, ast.Name) and node.id in self.called
+
+    def _asserted(self, node):
+        """``node``, whose truth an assert decides, with each call of a function under test
+        whose result is truth-tested there wrapped in ``_dl_truth``: the call itself, and
+        through ``not``, ``and``/``or``, ``x if c else y``, and ``all``/``any`` of a
+        comprehension or of ``map(f, ...)``."""
+        if isinstance(node, ast.Call) and self._under_test(node.func):
+            return ast.copy_location(ast.Call(ast.Name("_dl_truth", ast.Load()), [node], []),
+                                     node)  # fmt: skip
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            node.operand = self._asserted(node.operand)
+        elif isinstance(node, ast.BoolOp):
+            node.values = [self._asserted(v) for v in node.values]
+        elif isinstance(node, ast.IfExp):
+            node.test, node.body, node.orelse = (self._asserted(node.test),
+                                                 self._asserted(node.body),
+                                                 self._asserted(node.orelse))  # fmt: skip
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id in ("all", "any") and len(node.args) == 1 and not node.keywords:  # fmt: skip
+            arg = node.args[0]
+            if isinstance(arg, (ast.GeneratorExp, ast.ListComp, ast.SetComp)):
+                arg.elt = self._asserted(arg.elt)
+            elif isinstance(arg, ast.Call) and isinstance(arg.func, ast.Name) and \
+                    arg.func.id == "map" and arg.args and self._under_test(arg.args[0]):  # fmt: skip
+                arg.args[0] = ast.copy_location(
+                    ast.Call(ast.Name("_dl_truthful", ast.Load()), [arg.args[0]], []),
+                    arg.args[0])  # fmt: skip
         return node
 
 
@@ -383,7 +427,10 @@ class _Channel:
         if "return" in reply:
             return decode(reply["return"])
         kind = getattr(builtins, str(reply.get("raise")), None)
-        if isinstance(kind, type) and issubclass(kind, Exception):
+        # StopIteration ends whatever iterates over the calls (``all(map(f, xs))`` would pass
+        # with no call answered): it crosses as a failure of the function, like a crash
+        if isinstance(kind, type) and issubclass(kind, Exception) and \
+                not issubclass(kind, (StopIteration, StopAsyncIteration)):  # fmt: skip
             raise kind(f"raised by {name}")
         raise CandidateError(f"{name}: {reply.get('raise')} {reply.get('detail', '')}".strip())
 
@@ -393,7 +440,7 @@ def _run_checker(setup):
     channel = _Channel(setup["outbox"], setup["inbox"])
     called = set(setup["under_test"]) | {"candidate"}
     space = {"__name__": "__main__", "__builtins__": builtins, "_dl_compare": _compare,
-             "_dl_truth": _truth}  # fmt: skip
+             "_dl_truth": _truth, "_dl_truthful": _truthful}  # fmt: skip
     verdict = {"verdict": setup["nonce"], "passed": False}
     try:
         if setup.get("header"):
