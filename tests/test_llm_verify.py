@@ -340,6 +340,14 @@ def test_user_tasks_with_asserts_and_with_stdin_cases(tmp_path):
     assert task.verify(flag, even + "    return 1 - n % 2\n") == 0.0  # 1 is not True
     assert task.verify(echo, "print(2 * int(input()))") == 1.0
     assert task.verify(echo, "print(4)") == 0.0
+    # all of stdout is compared: not cut at `keep` bytes (a right 60 KB answer passes, a right
+    # answer followed by 20000 blanks and junk fails)
+    lines = "\n".join(["7"] * 30_000)
+    (tmp_path / "long.jsonl").write_text(json.dumps({"id": "l", "prompt": "p", "io": [
+        {"input": "30000", "output": lines}, {"input": "1", "output": "7"}]}) + "\n")  # fmt: skip
+    (long,) = code_file_task(tmp_path / "long.jsonl").questions()
+    assert task.verify(long, "print('\\n'.join(['7'] * int(input())))") == 1.0
+    assert task.verify(echo, "print(2 * int(input()))\nprint(' ' * 20000 + 'junk')") == 0.0
     (tmp_path / "bad.jsonl").write_text('{"id": 1, "prompt": "x"}\n')
     with pytest.raises(ValueError, match="either 'tests'"):
         code_file_task(tmp_path / "bad.jsonl")

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .harness import free_names
@@ -98,8 +98,11 @@ class CodeTask:
 
 
 def _io_case(code: str, case: dict, limits: SandboxLimits) -> bool:
-    """A whole program on one stdin case: right when it exits normally and its stdout is the
-    expected output (the host compares; the program only writes)."""
+    """A whole program on one stdin case: right when it exits normally and its whole stdout is
+    the expected output (the host compares; the program only writes). All of stdout is kept
+    (up to the output budget, past which the run fails): a stdout cut at ``keep`` bytes would
+    fail a right answer longer than that and pass a right one followed by blanks and junk."""
+    limits = replace(limits, keep=max(limits.keep, limits.output_kb << 10))
     result = run_python(code, limits, stdin=str(case["input"]))
     return result.ok and result.stdout.strip() == str(case["output"]).strip()
 
