@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import time
+from collections import Counter, OrderedDict, defaultdict
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -60,8 +61,20 @@ class _Liar(int):
         return True
 
 
+class _LyingCounter(Counter):
+    def __eq__(self, other):
+        return True
+
+
+def test_collections_dicts_are_written_as_their_items():
+    for value in (Counter("aab"), OrderedDict(b=1, a=2), defaultdict(list, {1: [2]})):
+        back = decode(encode(value))
+        assert type(back) is dict and back == dict(value)
+
+
 @pytest.mark.parametrize("value", [_Liar(3), object(), iter([1]), [1, _Liar(2)], {"k": print},
-                                   type("S", (str,), {})("x"), range(3)])  # fmt: skip
+                                   type("S", (str,), {})("x"), range(3),
+                                   _LyingCounter("a")])  # fmt: skip
 def test_anything_else_cannot_be_encoded(value):
     with pytest.raises(PlainDataError):
         encode(value)
@@ -149,6 +162,21 @@ def test_all_164_humaneval_canonical_solutions_pass(humaneval):
     calls = sum(v.calls for v in verdicts.values())
     print(f"164 canonical solutions: {elapsed:.1f} s, {calls} calls across the boundary")
     assert calls > 1000  # the tests' loops of random inputs cross one call at a time
+
+
+@needs_sandbox
+def test_right_solutions_in_other_shapes_pass(humaneval):
+    """A dict answer built as a Counter (HumanEval/111), an entry point bound by assignment or
+    import rather than ``def`` (it was taken for a body and put under the signature)."""
+    task, questions = humaneval
+    hist = ("from collections import Counter\ndef histogram(test):\n    c = Counter(test.split())\n"
+            "    top = max(c.values(), default=0)\n"
+            "    return Counter({k: v for k, v in c.items() if v == top})\n")  # fmt: skip
+    assert task.check(questions["HumanEval/111"], hist).passed
+    add = questions["HumanEval/53"]
+    assert task.check(add, "add = lambda x, y: x + y\n").passed
+    assert task.check(add, "from operator import add\n").passed
+    assert not task.check(add, "from operator import sub as add\n").passed
 
 
 @needs_sandbox

@@ -17,8 +17,9 @@ every sandbox, where it runs as the first code of the sandbox's one Python proce
 
 Plain data are None, bool, int, float, complex, str, bytes and lists, tuples, dicts, sets and
 frozensets of them, each tagged with its exact type: a subclass, a generator or an object with
-its own ``__eq__`` cannot be written, and whatever bytes arrive are decoded into builtin values
-only (:func:`decode`), with a size and a depth bound.
+its own ``__eq__`` cannot be written (``collections``' Counter, OrderedDict and defaultdict are
+written as the dict of their items, which they equal), and whatever bytes arrive are decoded
+into builtin values only (:func:`decode`), with a size and a depth bound.
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ class PlainDataError(ValueError):
 
 
 # -- the codec ----------------------------------------------------------------------------------
+_DICTS = ("Counter", "OrderedDict", "defaultdict")
+
+
 def _enc(value, depth):
     if depth > MAX_DEPTH:
         raise PlainDataError("nested too deeply")
@@ -54,8 +58,11 @@ def _enc(value, depth):
     if kind is list or kind is tuple or kind is set or kind is frozenset:
         tag = {list: "l", tuple: "t", set: "s", frozenset: "F"}[kind]
         return [tag, [_enc(v, depth + 1) for v in value]]
-    if kind is dict:
-        return ["d", [[_enc(k, depth + 1), _enc(v, depth + 1)] for k, v in value.items()]]
+    if kind is dict or (isinstance(value, dict) and kind.__module__ == "collections"
+                        and kind.__name__ in _DICTS):  # fmt: skip
+        # Counter, OrderedDict and defaultdict equal a dict of their items: their items, read
+        # from the dict itself (no method of theirs runs)
+        return ["d", [[_enc(k, depth + 1), _enc(v, depth + 1)] for k, v in dict.items(value)]]
     tolist = getattr(value, "tolist", None)  # numpy scalars and arrays: their plain values
     if type(value).__module__ == "numpy" and callable(tolist):
         return _enc(tolist(), depth)

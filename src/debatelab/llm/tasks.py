@@ -18,6 +18,7 @@ LEAN toolchain can be installed where this project is tested, so none ships.
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from dataclasses import dataclass, field, replace
@@ -50,6 +51,28 @@ def last_code_block(text: str, prefer: str = "python") -> str | None:
     return (tagged or [body for _, body in blocks])[-1]
 
 
+def _defines(code: str, name: str) -> bool:
+    """Whether ``code`` is a whole program that defines ``name`` (``def name(``, or at top
+    level a class, an assignment or an import of that name), rather than a function's body."""
+    if re.search(rf"^\s*def\s+{re.escape(name)}\s*\(", code, re.MULTILINE):
+        return True
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return False
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == name:
+            return True
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and any(
+                (a.asname or a.name).split(".")[0] == name for a in node.names):  # fmt: skip
+            return True
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else []  # fmt: skip
+        if any(isinstance(n, ast.Name) and n.id == name for t in targets for n in ast.walk(t)):
+            return True
+    return False
+
+
 class CodeTask:
     """Python code tasks verified by tests run in the sandbox."""
 
@@ -71,7 +94,7 @@ class CodeTask:
         truth = question.truth
         entry = truth.get("entry_point")
         header = truth.get("header", "")
-        if entry and not re.search(rf"^\s*def\s+{re.escape(entry)}\s*\(", answer, re.MULTILINE):
+        if entry and not _defines(answer, entry):
             # the proposal is a body: put it under the problem's own signature
             body = "\n".join(("    " + line if line.strip() and not line.startswith((" ", "\t"))
                               else line) for line in answer.splitlines())  # fmt: skip
