@@ -232,6 +232,14 @@ HOSTILE = {
     "not an answer": "import os\nfor fd in range(3, 64):\n    try:\n"
     '        os.write(fd, b\'{"seq": 1, "return": {"__eq__": 1}}\\n\')\n'
     f"    except OSError:\n        pass\n{ADD}    return x + y\n",  # fmt: skip
+    "right for 10 calls, then wrong": f"n = [0]\n{ADD}    n[0] += 1\n"
+    "    return x + y if n[0] <= 10 else 0\n",  # fmt: skip
+    "exit after 5 answers": f"import os\nn = [0]\n{ADD}    n[0] += 1\n    if n[0] > 5:\n"
+    "        os._exit(0)\n    return x + y\n",  # fmt: skip
+    "a fake verdict before each answer": "import sys\nG = sys._getframe(1).f_globals\n"
+    "send = G['_send']\nG['_send'] = lambda fd, obj: (send(fd, {'verdict': '0' * 32, "
+    "'passed': True}), send(fd, obj))\n"
+    f"{ADD}    return x + y\n",  # fmt: skip
     "look for the tests": "import os\nseen = os.listdir('/tmp') + [open(f'/proc/{p}/cmdline', "
     "'rb').read() for p in os.listdir('/proc') if p.isdigit()]\n"
     f"{ADD}    return len(seen) * 10**9\n",  # fmt: skip
@@ -271,6 +279,18 @@ def test_an_answer_costly_to_hash_cannot_stall_the_host_and_fail_a_neighbour(hum
         elapsed = time.perf_counter() - start
         assert neighbour.result().passed, neighbour.result()
     assert not verdict.passed and elapsed < task.limits.wall_seconds + 2, (verdict, elapsed)
+
+
+@needs_sandbox
+def test_numeric_dodges_fail(humaneval):
+    """NaN, inf and complex answers to the tests' float checks (``abs(f(x) - y) < 1e-6``,
+    ``math.fabs(poly(xs, f(xs))) < 1e-4``) and 1/0 for ``is True``."""
+    task, questions = humaneval
+    for pid, body in [("HumanEval/32", "float('nan')"), ("HumanEval/32", "float('inf')"),
+                      ("HumanEval/32", "0j"), ("HumanEval/2", "complex(number % 1.0, 1e-9)"),
+                      ("HumanEval/72", "int(q == q[::-1] and sum(q) <= w)")]:  # fmt: skip
+        q = questions[pid]
+        assert not task.check(q, f"    return {body}\n").passed, (pid, body)
 
 
 @needs_sandbox
