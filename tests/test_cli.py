@@ -43,7 +43,8 @@ def test_bad_image_range_is_one_clear_error(tmp_path, data_root, cache):
         ],  # fmt: skip
     )
     assert result.exit_code == 1
-    assert "Error: image range '5:2'" in result.output and "Traceback" not in result.output
+    assert "Error: --images: image range '5:2'" in result.output
+    assert "Traceback" not in result.output and result.output.count("\n") == 1
 
 
 def test_missing_data_is_one_clear_error(tmp_path, cache, monkeypatch):

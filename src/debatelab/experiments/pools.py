@@ -193,19 +193,23 @@ def run(config: PoolsConfig, folder: RunFolder) -> dict:
             for k, role in enumerate(shown)}  # fmt: skip
     gen = PoolGenerator(task, debater, judge, plan, cache, templates, bars)
     pieces = folder.path / "questions"
-    done, failures = [], []
+    done, failures, failed_usage = [], [], {}
     try:
         for index, question in enumerate(questions, start):
             piece = pieces / f"{index:05d}.json"
             if piece.exists():
                 done.append(json.loads(piece.read_text()))
                 continue
+            before = _usage(cache)
             try:
                 pools, text = gen.question(question)
             except ReplyError as exc:
                 failures.append({"question_id": question.id, "error": str(exc)})
+                _add_usage(failed_usage, _usage(cache, since=before))
                 continue
-            record = {"pools": pools, "transcript": text}
+            # a question's tokens travel with it, so a resumed run's totals count the
+            # questions finished in earlier sessions (their calls are not made again)
+            record = {"pools": pools, "transcript": text, "usage": _usage(cache, since=before)}
             write_json(piece, record)
             done.append(record)
     finally:
@@ -217,10 +221,29 @@ def run(config: PoolsConfig, folder: RunFolder) -> dict:
     _write_jsonl(folder.path / "pools.jsonl", [p for d in done for p in d["pools"]])
     _write_jsonl(folder.path / "transcripts.jsonl", [d["transcript"] for d in done])
     _write_jsonl(folder.path / "failures.jsonl", failures)
-    metrics = summary(config, done, failures, folder.extra["calls"])
+    usage = dict(failed_usage)
+    for d in done:
+        _add_usage(usage, d.get("usage", {}))
+    metrics = summary(config, done, failures, folder.extra["calls"], usage)
     metrics["wall_time_s"] = round(time.perf_counter() - start_time, 1)
     (folder.path / "report.md").write_text(report(config, task.name, metrics))
     return metrics
+
+
+def _usage(cache: CallCache, since: dict | None = None) -> dict[str, list[int]]:
+    """Input and output tokens per role counted by the cache so far (or since a snapshot)."""
+    now = {role: [c["prompt_tokens"], c["completion_tokens"]] for role, c in cache.counts.items()}
+    if since is None:
+        return now
+    return {role: [a - b for a, b in zip(v, since.get(role, [0, 0]), strict=True)]
+            for role, v in now.items() if v != since.get(role, [0, 0])}  # fmt: skip
+
+
+def _add_usage(total: dict[str, list[int]], part: dict[str, list[int]]) -> None:
+    for role, (inp, out) in part.items():
+        t = total.setdefault(role, [0, 0])
+        t[0] += inp
+        t[1] += out
 
 
 def _write_jsonl(path, rows: list[dict]) -> None:
@@ -241,8 +264,13 @@ def _flat(prefix: str, obj, out: dict | None = None) -> dict:
     return out
 
 
-def summary(config: PoolsConfig, done: list[dict], failures: list[dict], calls: dict) -> dict:
-    """Per-run figures: questions, proposer accuracy per arm, calls, tokens and cost."""
+def summary(config: PoolsConfig, done: list[dict], failures: list[dict], calls: dict,
+            usage: dict[str, list[int]]) -> dict:
+    """Per-run figures: questions, proposer accuracy per arm, calls, tokens and cost.
+
+    Calls made and served from the cache are this session's; tokens and cost are the run's,
+    summed from each finished question's record (``usage``) and this session's failures.
+    """
     out: dict = {"n_questions": len(done), "n_failed_questions": len(failures)}
     for arm in ("main", "control"):
         correct = [p["correct"] for d in done for pool in d["pools"] if pool["arm"] == arm
@@ -250,11 +278,12 @@ def summary(config: PoolsConfig, done: list[dict], failures: list[dict], calls: 
         if correct:
             out[f"{arm}_proposal_accuracy"] = round(sum(correct) / len(correct), 4)
     tokens = {}
-    for role, c in calls.items():
-        out[f"{role}_calls_made"] = c["calls_made"]
-        out[f"{role}_calls_cached"] = c["calls_cached"]
-        out[f"{role}_failures"] = c["failures"]
-        tokens[role] = (c["prompt_tokens"], c["completion_tokens"])
+    for role in [*calls, *(r for r in usage if r not in calls)]:
+        c = calls.get(role, {})
+        out[f"{role}_calls_made"] = c.get("calls_made", 0)
+        out[f"{role}_calls_cached"] = c.get("calls_cached", 0)
+        out[f"{role}_failures"] = c.get("failures", 0)
+        tokens[role] = tuple(usage.get(role, (0, 0)))
         out[f"{role}_prompt_tokens"], out[f"{role}_completion_tokens"] = tokens[role]
     out["cost_usd"] = cost(config, tokens)
     return out
@@ -268,6 +297,8 @@ def report(config: PoolsConfig, task_name: str, m: dict) -> str:
             f"{m.get('main_proposal_accuracy', float('nan')):.3f}"
             + (f", control arm {m['control_proposal_accuracy']:.3f}"
                if "control_proposal_accuracy" in m else ""), "",
+            "Calls made, served from the cache and failed are this session's; tokens and cost "
+            "are the whole run's (every question pooled so far).", "",
             "| role | calls made | from cache | failures | input tokens | output tokens |",
             "|---|---|---|---|---|---|"]  # fmt: skip
     for role in ROLES:
