@@ -58,8 +58,12 @@ main()
 
 def timed_command(args: list[str], tmp_path: Path, hidden: tuple[str, ...] = ()):
     """Run ``debatelab ARGS`` in a fresh process with a fresh cache; fail past the limit."""
-    env = {**os.environ, "DEBATELAB_CACHE": str(tmp_path / "cache"), "DEBATELAB_OFFLINE": "1",
-           "RAY_TMPDIR": str(tmp_path)}  # no `ray start` there
+    env = {
+        **os.environ,
+        "DEBATELAB_CACHE": str(tmp_path / "cache"),
+        "DEBATELAB_OFFLINE": "1",
+        "RAY_TMPDIR": str(tmp_path),
+    }  # no `ray start` there
     env.pop("RAY_ADDRESS", None)
     code = HIDE.format(hidden=set(hidden), args=[*args, "--out", str(tmp_path / "run")])
     start = time.monotonic()

@@ -264,8 +264,13 @@ def _flat(prefix: str, obj, out: dict | None = None) -> dict:
     return out
 
 
-def summary(config: PoolsConfig, done: list[dict], failures: list[dict], calls: dict,
-            usage: dict[str, list[int]]) -> dict:
+def summary(
+    config: PoolsConfig,
+    done: list[dict],
+    failures: list[dict],
+    calls: dict,
+    usage: dict[str, list[int]],
+) -> dict:
     """Per-run figures: questions, proposer accuracy per arm, calls, tokens and cost.
 
     Calls made and served from the cache are this session's; tokens and cost are the run's,
