@@ -78,15 +78,22 @@ def encode(value) -> object:
         raise PlainDataError("nested too deeply") from None
 
 
-def _dec(obj, depth):
+def _tag(obj, depth):
+    """The tag of an encoded value; None for a value that stands as itself (None, bool, str)."""
     if depth > MAX_DEPTH:
         raise PlainDataError("nested too deeply")
     kind = type(obj)
     if obj is None or kind is bool or kind is str:
-        return obj
+        return None
     if kind is not list or not obj or type(obj[0]) is not str:
         raise PlainDataError("not a tagged value")
-    tag = obj[0]
+    return obj[0]
+
+
+def _dec(obj, depth):
+    tag = _tag(obj, depth)
+    if tag is None:
+        return obj
     if tag in ("i", "f", "b") and len(obj) == 2 and type(obj[1]) is str:
         text = obj[1]
         if tag == "i":
@@ -123,14 +130,9 @@ _HASHABLE = ("t", "F")  # the containers that may be a set's element or a dict's
 
 
 def _relay(obj, depth, hashable):
-    if depth > MAX_DEPTH:
-        raise PlainDataError("nested too deeply")
-    kind = type(obj)
-    if obj is None or kind is bool or kind is str:
+    tag = _tag(obj, depth)
+    if tag is None:
         return obj
-    if kind is not list or not obj or type(obj[0]) is not str:
-        raise PlainDataError("not a tagged value")
-    tag = obj[0]
     if tag in ("i", "f", "b", "c"):  # a scalar: parsed and written again, in linear time
         return _enc(_dec(obj, depth), depth)
     if tag in ("l", "t", "s", "F", "d") and len(obj) == 2 and type(obj[1]) is list:
