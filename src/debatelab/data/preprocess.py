@@ -1,8 +1,9 @@
 """Preprocessing of REFERENCE B: antialiased resize, per-channel standardisation with training
 statistics, and optional per-class ZCA whitening.
 
-Six named variants: ``mnist``, ``mnist-whitened``, ``fashionmnist``, ``fashionmnist-whitened``,
-``cifar10``, ``cifar10-whitened``.
+The variants (six built-in: ``mnist``, ``mnist-whitened``, ``fashionmnist``,
+``fashionmnist-whitened``, ``cifar10``, ``cifar10-whitened``; plug-ins add more) are declared in
+:mod:`debatelab.data.variants`.
 """
 
 from __future__ import annotations
@@ -15,16 +16,10 @@ import torch
 import torch.nn.functional as F
 
 from ..errors import DatasetFormatError
-from .sources import load_raw
+from .variants import VariantNames, get_variant
 
-VARIANTS = {
-    "mnist": ("mnist", False),
-    "mnist-whitened": ("mnist", True),
-    "fashionmnist": ("fashionmnist", False),
-    "fashionmnist-whitened": ("fashionmnist", True),
-    "cifar10": ("cifar10", False),
-    "cifar10-whitened": ("cifar10", True),
-}
+#: The registered variants by name (a read-only view of the registry, plug-ins included).
+VARIANTS = VariantNames()
 
 ZCA_SHRINKAGE = 0.05  # Sigma_reg = Sigma + 0.05 * tr(Sigma) / D * I
 ZCA_EIG_FLOOR = 1e-8  # eigenvalues clamped at max * 1e-8
@@ -32,9 +27,8 @@ ZCA_EIG_FLOOR = 1e-8  # eigenvalues clamped at max * 1e-8
 
 def check_variant(name: str) -> tuple[str, bool]:
     """Return ``(dataset, whitened)`` for a variant name, or raise a ``ValueError`` listing them."""
-    if name not in VARIANTS:
-        raise ValueError(f"unknown dataset variant {name!r}; choose one of {', '.join(VARIANTS)}")
-    return VARIANTS[name]
+    variant = get_variant(name)
+    return variant.dataset, variant.whitened
 
 
 def resize(images: np.ndarray, size: int) -> torch.Tensor:
@@ -139,26 +133,31 @@ def preprocess(
     test: tuple[np.ndarray, np.ndarray],
     image_size: int = 18,
 ) -> ImageData:
-    """Apply a variant's preprocessing to raw ``(images, labels)`` pairs."""
-    _, whitened = check_variant(variant)
+    """Apply REFERENCE B's preprocessing of a variant to raw ``(images, labels)`` pairs."""
+    declared = get_variant(variant)
+    whitened = declared.whitened
     xtr, xte = resize(train[0], image_size), resize(test[0], image_size)
     (xtr, xte), mean, std = standardise(xtr, xte)
     ytr = np.asarray(train[1], dtype=np.int64)
     yte = np.asarray(test[1], dtype=np.int64)
     if whitened:
-        both, _ = per_class_zca(torch.cat([xtr, xte]), np.concatenate([ytr, yte]))
+        both, _ = per_class_zca(torch.cat([xtr, xte]), np.concatenate([ytr, yte]),
+                                declared.n_classes)  # fmt: skip
         xtr, xte = both[: len(xtr)], both[len(xtr) :]
-    return ImageData(variant, xtr, torch.from_numpy(ytr), xte, torch.from_numpy(yte), mean, std)
+    return ImageData(
+        declared.name, xtr, torch.from_numpy(ytr), xte, torch.from_numpy(yte), mean, std
+    )
 
 
 def load_variant(
     variant: str,
     data_dir: str | os.PathLike | None = None,
-    image_size: int = 18,
+    image_size: int | None = None,
     download: bool = True,
 ) -> ImageData:
-    """Load and preprocess a named dataset variant."""
-    dataset, _ = check_variant(variant)
-    train = load_raw(dataset, "train", data_dir, download=download)
-    test = load_raw(dataset, "test", data_dir, download=download)
-    return preprocess(variant, train, test, image_size)
+    """Load and preprocess a named dataset variant (at its declared image size by default)."""
+    declared = get_variant(variant)
+    train = declared.load_raw("train", data_dir, download)
+    test = declared.load_raw("test", data_dir, download)
+    prep = declared.preprocess or preprocess
+    return prep(declared.name, train, test, image_size or declared.image_size)

@@ -77,7 +77,8 @@ DATA_REVISIONS = {"cifar10": 2}
 
 
 def data_revision(name: str) -> int:
-    """The revision of dataset ``name`` (1 unless its reader changed what it returns)."""
+    """The revision of built-in dataset ``name`` (1 unless its reader changed what it returns);
+    :func:`debatelab.data.variants.data_revision` answers for plug-ins' datasets too."""
     return DATA_REVISIONS.get(name, 1)
 
 
@@ -180,7 +181,8 @@ def _try_download(name: str, root: Path, tried: list[Path], allow: bool) -> None
 def load_raw(
     name: str, split: str, data_dir: str | os.PathLike | None = None, download: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Raw ``uint8`` images and labels of dataset ``name`` (mnist, fashionmnist, cifar10)."""
+    """Raw ``uint8`` images and labels of a built-in dataset ``name`` (mnist, fashionmnist,
+    cifar10); the built-in variants' sources (:mod:`debatelab.data.variants`) read through it."""
     if name not in DATASETS:
         raise ValueError(f"unknown dataset {name!r}; choose one of {sorted(DATASETS)}")
     if split not in ("train", "test"):

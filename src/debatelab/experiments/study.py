@@ -18,9 +18,9 @@ from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
-from ..data.preprocess import VARIANTS
+from ..data.variants import BUILTIN_VARIANTS, get_variant, variant_names
 from ..options import IMAGES, TEST_IMAGES, parse_images
-from ..reference import BEST_CAPABILITY, BEST_COLUMNS, SETUP_COLUMNS, SETUP_TABLE
+from ..reference import BEST_COLUMNS, SETUP_COLUMNS
 from ..report.plots import curve_panels
 from ..report.runs import RunFolder
 from ..report.tables import SETUP_KEYS, paired_table
@@ -44,8 +44,9 @@ PUBLISHED_RANGES = {"consultancy_drop": (3.1, 22.8), "debate_minus_ensemble": (-
 class StudyConfig(SweepConfig):
     """Settings of the study: the sweep's settings, applied to every variant."""
 
-    variants: tuple[str, ...] = tuple(VARIANTS)
-    """Dataset variants, comma-separated (default: all six)."""
+    variants: tuple[str, ...] = BUILTIN_VARIANTS
+    """Dataset variants, comma-separated (default: the six of REFERENCE B; plug-ins add
+    more)."""
     variant: str = field(default="mnist", metadata={"cli": False})
     images: str = field(default="all", metadata=IMAGES)
     """Test images of the setup table and exact play: 'all', 'N', 'start:stop' or
@@ -64,10 +65,11 @@ class StudyConfig(SweepConfig):
     def __post_init__(self):
         super().__post_init__()
         self.variants = tuple(self.variants)
-        unknown = [v for v in self.variants if v not in VARIANTS]
+        known = variant_names()  # plug-ins included
+        unknown = [v for v in self.variants if v not in known]
         if unknown or not self.variants:
             raise ValueError(
-                f"unknown dataset variant(s) {unknown}; choose among {', '.join(VARIANTS)}"
+                f"unknown dataset variant(s) {unknown}; choose among {', '.join(known)}"
             )
 
     def check(self):
@@ -205,10 +207,12 @@ def contrasts(metrics: dict) -> dict[str, float]:
     }
 
 
-def published_contrasts(variant: str) -> dict[str, float]:
-    from ..reference import published_setup
-
-    pub = published_setup(variant)
+def published_contrasts(variant: str) -> dict[str, float] | None:
+    """The contrasts of a variant's published setup row; None for a variant without one."""
+    row = get_variant(variant).published_setup
+    if row is None:
+        return None
+    pub = dict(zip(SETUP_COLUMNS, row, strict=True))
     return {
         "consultancy_drop": pub["ensemble"] - pub["cons"],
         "debate2_minus_ensemble": pub["D2t"] - pub["ensemble"],
@@ -219,7 +223,7 @@ def published_contrasts(variant: str) -> dict[str, float]:
 def write_study_report(folder: RunFolder, config: StudyConfig, per_variant: dict) -> None:
     """``report.md`` and ``curves_selection.png`` / ``curves_judge.png`` of the whole study."""
     plan = SweepPlan.build(config.grid * config.grid, config.reveal)
-    order = list(VARIANTS)
+    order = list(variant_names())
     per_variant = {v: per_variant[v] for v in sorted(per_variant, key=order.index)}
     for metric in ("selection", "judge"):
         panels, refs = {}, {}
@@ -234,9 +238,10 @@ def write_study_report(folder: RunFolder, config: StudyConfig, per_variant: dict
         curve_panels(panels, metric, folder.file(f"curves_{metric}.png"), refs, per_row=2)
     setup_rows, best_rows = [], []
     for variant, m in per_variant.items():
-        pub = SETUP_TABLE.get(variant)
-        setup_rows.append((variant, pub, [100 * m[SETUP_KEYS[c]] for c in SETUP_COLUMNS]))
-        best_rows.append((variant, BEST_CAPABILITY.get(variant), best_values(m)))
+        declared = get_variant(variant)  # published rows: None for a variant without them
+        setup_rows.append((variant, declared.published_setup,
+                           [100 * m[SETUP_KEYS[c]] for c in SETUP_COLUMNS]))  # fmt: skip
+        best_rows.append((variant, declared.published_best, best_values(m)))
     n_images = sorted({m["n_images"] for m in per_variant.values()})
     n_curves = sorted(
         {m.get("curves_n_images", m.get("sweep_n_images")) for m in per_variant.values()}
@@ -266,7 +271,7 @@ def write_study_report(folder: RunFolder, config: StudyConfig, per_variant: dict
         ours, pub = contrasts(m), published_contrasts(variant)
         cells = []
         for key in ("consultancy_drop", "debate2_minus_ensemble", "debate4_minus_ensemble"):
-            cells += [f"{ours[key]:+.2f}", f"{pub[key]:+.2f}"]
+            cells += [f"{ours[key]:+.2f}", "-" if pub is None else f"{pub[key]:+.2f}"]
         lines.append(f"| {variant} | " + " | ".join(cells) +
                      f" | {m.get('wall_time_s', float('nan')) / 60:.1f} min |")  # fmt: skip
     lines += ["", "![selection accuracy](curves_selection.png)",
