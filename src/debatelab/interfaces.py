@@ -57,12 +57,15 @@ class ClaimJudge(Judge, Protocol):
     classes). ``family`` names its input groups: consultancy, debate or control. A judge on the
     argument channel reads ``n_bits`` raw bits beside the cells (0 for every other judge): its
     ``claim_scores`` score every codeword too, ``(B, 2 ** n_bits, K[, K])``, and ``logits``
-    takes each play's ``codewords (B,)``.
+    takes each play's ``codewords (B,)``. A ``binary`` judge outputs one logit, P(A's claim is
+    right) (its ``logits`` are ``(B, 1)``): it has a belief but no class prediction. ``design``
+    names the judge's design for messages only: games never branch on it.
     """
 
     design: str
     family: str
     conditioned: bool
+    binary: bool
     n_queries: int
     n_cells: int
     n_bits: int
@@ -78,7 +81,8 @@ class ClaimJudge(Judge, Protocol):
 
 @runtime_checkable
 class ChatModel(Protocol):
-    """A language model back end, as the pool generator sees it (:mod:`debatelab.llm`).
+    """A language model back end, as the pool generator sees it (:mod:`debatelab.llm`); a
+    registered ``debatelab.llm.backends.Backend`` builds one from a ``BACKEND:MODEL`` spec.
 
     ``name`` identifies back end and model (it keys the call cache); ``concurrency`` is how many
     calls it takes at once. ``chat`` samples one reply to chat ``messages``, reproducibly for a
@@ -100,7 +104,11 @@ class ChatModel(Protocol):
 class Task(Protocol):
     """Questions with ground truth (:mod:`debatelab.llm.tasks`): ``questions()`` lists them,
     ``answer(question, text)`` extracts a proposal's answer (``None`` when there is none) and
-    ``verify(question, answer)`` scores it in [0, 1] against the ground truth."""
+    ``verify(question, answer)`` scores it in [0, 1] against the ground truth. A task may also
+    have ``check(question, answer)``, a verdict with its reason (``debatelab.llm.Verdict``),
+    which the pools' transcripts then record. Tasks are made by their registered
+    ``debatelab.llm.tasks.TaskSpec``, which declares whether verification runs model-written
+    code in the sandbox."""
 
     name: str
 

