@@ -84,6 +84,6 @@ def test_illegal_positions_are_refused_clearly():
     with pytest.raises(ValueError, match="not over"):
         game.verdict([[1, 2]])
     with pytest.raises(ValueError, match="unknown protocol"):
-        CellGameRules("debate3")
+        CellGameRules("debate9")  # debate3 is registered now (A1 B2 A1)
     with pytest.raises(ValueError, match="rank policy"):
         CellGameRules(k_a="best")

@@ -141,7 +141,7 @@ def test_illegal_positions_raise_value_error(demo_models, image):
     (PixelPosition, {"honest": 3, "liar": 3}, "must differ"),
     (PixelPosition, {"honest": 3, "liar": 4, "agent": "oracle"}, "agent"),
     (PixelPosition, {"honest": 3, "liar": 4, "seed": -1}, "seed"),
-    (CellPosition, {"label": 3, "protocol": "debate3"}, "protocol"),
+    (CellPosition, {"label": 3, "protocol": "debate9"}, "protocol"),
     (CellPosition, {"label": 3, "k_a": "clever"}, "rank policy"),
     (CellPosition, {"label": 12}, "label"),
 ])  # fmt: skip

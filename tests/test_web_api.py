@@ -135,7 +135,7 @@ def test_games_reject_bad_requests(client):
     cells = {"image": image, "label": label}
     pix = {"image": image, "honest": label, "liar": (label + 1) % 10, "pixels": 4}
     cases = [
-        ("/api/cells", {**cells, "protocol": "debate3"}, 422, "protocol"),
+        ("/api/cells", {**cells, "protocol": "debate9"}, 422, "protocol"),
         ("/api/cells", {**cells, "rule": "majority"}, 422, "rule"),
         ("/api/cells", {**cells, "k_a": "clever"}, 422, "rank policy"),
         ("/api/cells", {**cells, "turns": [[0], [0]]}, 400, "already revealed"),

@@ -23,6 +23,7 @@ of the trained-judge study, where a judge needs one realised play per image).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from math import prod
 from typing import Literal
@@ -183,6 +184,56 @@ def alternating(*moves: int) -> tuple[Turn, ...]:
     return tuple(Turn("A" if t % 2 == 0 else "B", m) for t, m in enumerate(moves))
 
 
+def as_protocol(game, medium: str | None = "cells") -> Protocol:
+    """A protocol from what a game function is given: a :class:`Protocol`, a registered name
+    (or alias), or a sequence of units per turn with the players alternating A, B, A, ...
+    (the ``moves`` of the older functions, e.g. ``(2, 2)``; an unregistered protocol named
+    after them)."""
+    if isinstance(game, Protocol):
+        if medium is not None and game.medium != medium:
+            raise ValueError(f"{game.name} is a {game.medium} protocol; here choose one of "
+                             f"{', '.join(protocol_names(medium))}")  # fmt: skip
+        return game
+    if isinstance(game, str):
+        return protocol(game, medium)
+    moves = tuple(int(m) for m in game)
+    name = "moves_" + "_".join(map(str, moves))
+    return Protocol(name, alternating(*moves), f"players alternate, revealing {moves}",
+                    medium=medium or "cells")  # fmt: skip
+
+
+def turns_text(p: Protocol) -> str:
+    """The turns in short, e.g. ``A1 B2 A1``."""
+    return " ".join(f"{t.player}{t.reveals}" for t in p.turns)
+
+
+def describe(p: Protocol) -> dict:
+    """One protocol as a row of ``debatelab protocols`` (and of the demo's protocol list)."""
+    try:
+        source = PROTOCOLS.source(p.name)
+        source = "built-in" if source == "debatelab" else source
+    except ValueError:
+        source = "unregistered"
+    try:
+        branching = list(p.branching_for())
+    except ValueError:
+        branching = None
+    return {
+        "name": p.name, "medium": p.medium, "turns": turns_text(p),
+        "players": list(p.players), "moves": list(p.moves),
+        "per_player": {"A": p.reveals_of("A"), "B": p.reveals_of("B")},
+        "total": p.total, "branching": branching, "summary": p.summary, "source": source,
+        "aliases": list(p.aliases),
+    }  # fmt: skip
+
+
+def describe_rule(r: Rule) -> dict:
+    """One rule as a row of ``debatelab protocols``."""
+    source = RULES.source(r.name)
+    return {"name": r.name, "b_claims": r.b_claims, "summary": r.summary,
+            "source": "built-in" if source == "debatelab" else source}  # fmt: skip
+
+
 @dataclass(frozen=True)
 class Rule:
     """How a leaf's judge output becomes A's payoff: by when B names its class."""
@@ -198,6 +249,74 @@ class Rule:
     def pair_columns(self) -> bool:
         """Leaf payoffs are indexed by (A's claim, B's class): K x K columns, not K."""
         return self.b_claims == "before_play"
+
+    def n_columns(self, n_classes: int) -> int:
+        """Payoff columns per leaf: one per claim, or one per (claim, B's class) pair."""
+        return n_classes * n_classes if self.pair_columns else n_classes
+
+    def leaf_columns(self, probs):
+        """Leaf payoffs ``(n_images, n_columns, n_masks)`` from judge probabilities
+        ``(n_images, n_masks, n_classes)``: column ``a`` is A's payoff when it claims ``a``;
+        with :attr:`pair_columns`, column ``a * K + b`` when B claims ``b``.
+
+        The one leaf-payoff function of every reveal-game solver (exact, lines, demo)."""
+        import numpy as np
+
+        k = probs.shape[2]
+        p = np.moveaxis(probs, 2, 1)  # (n, K, M)
+        if self.b_claims == "never":  # p[a]
+            leaf = np.ascontiguousarray(p)
+            leaf += 0  # turns -0.0 into +0.0, so non-negative bits sort as integers
+            return leaf
+        if self.b_claims == "after_play":  # p[a] - max_d p[d]
+            return p - p.max(axis=1, keepdims=True)
+        return (p[:, :, None, :] - p[:, None, :, :]).reshape(len(p), k * k, -1)  # p[a] - p[b]
+
+    def claims(self, values, auxes, n_classes: int):
+        """A's exact claim from root values ``(..., n_columns)``, with its value and aux: the
+        first-index argmax over classes (tie rule ``first``); when B claims before play, B's
+        class against each claim is the first-index argmin, A's claim the argmax of those.
+
+        Returns ``(claim, value, aux)``, each ``values.shape[:-1]`` (aux None without auxes)."""
+        import numpy as np
+
+        if self.pair_columns:
+            v = values.reshape(values.shape[:-1] + (n_classes, n_classes))
+            b_star = v.argmin(axis=-1)  # (..., K): B's class against each claim
+            v_a = np.take_along_axis(v, b_star[..., None], axis=-1)[..., 0]
+            claim = v_a.argmax(axis=-1)
+            col = claim * n_classes + np.take_along_axis(b_star, claim[..., None], axis=-1)[..., 0]
+        else:
+            claim = values.argmax(axis=-1)
+            col = claim
+        value = np.take_along_axis(values, col[..., None], axis=-1)[..., 0]
+        aux = None if auxes is None else np.take_along_axis(auxes, col[..., None], axis=-1)[..., 0]
+        return claim, value, aux
+
+    def b_reply(self, root, claim: int, n_classes: int) -> int | None:
+        """B's exact class against A's ``claim`` from root values ``(n_columns,)`` when B
+        claims before play (first class on ties, tie rule ``first``); None otherwise."""
+        if not self.pair_columns:
+            return None
+        return int(root.reshape(n_classes, n_classes)[claim].argmin())
+
+    def column(self, claim: int, b_class: int | None, n_classes: int) -> int:
+        """The payoff column that scores A's ``claim`` (and B's ``b_class``)."""
+        if self.pair_columns:
+            if b_class is None:
+                raise ValueError(f"the {self.name} rule needs B's class (b_class)")
+            return claim * n_classes + b_class
+        return claim
+
+    def leaf_payoff(self, p, claim: int, b_class: int | None = None) -> float:
+        """A's payoff on one leaf whose judge probabilities are ``p`` ``(n_classes,)``."""
+        if self.b_claims == "never":
+            return float(p[claim])
+        if self.b_claims == "before_play":
+            if b_class is None:
+                raise ValueError(f"the {self.name} rule needs B's class (b_class)")
+            return float(p[claim] - p[b_class])
+        return float(p[claim] - max(p))
 
 
 def _check_rule(name: str, obj: object) -> Rule:
@@ -251,3 +370,35 @@ for _protocol in (
                                      "critique+rebuttal")),
 ):  # fmt: skip
     register_protocol(_protocol)
+
+
+class Names(Sequence):
+    """The names of a registry, read live (a part registered later, or a plug-in, is in):
+    a tuple-like view for ``name in RULES``, ``", ".join(RULES)`` and iteration."""
+
+    def __init__(self, names):
+        self._names = names
+
+    def __getitem__(self, i):
+        return self._names()[i]
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names()
+
+    def __eq__(self, other) -> bool:
+        return tuple(self) == tuple(other) if isinstance(other, Sequence) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return repr(self._names())
+
+
+#: Registered rule names, live: ``asym``, ``sym``, ``last_b`` and any plug-in's.
+RULE_NAMES = Names(rule_names)
+#: Registered protocol names of the cell grid, live.
+CELL_PROTOCOLS = Names(lambda: protocol_names("cells"))

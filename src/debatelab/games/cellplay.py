@@ -3,24 +3,47 @@
 :class:`CellDebate` holds the values of every node for one image (:func:`.lines.node_values`), so
 a player of any capability can move from any position reached by any mix of human and AI moves:
 an AI samples its cells from its rank policy's weights over the options, ties sharing mass.
-Positions are lists of turns, each turn the cells one player revealed.
+Positions are lists of turns, each turn the cells one player revealed. Every registered cells
+protocol (:mod:`debatelab.protocols`) is playable: who moves at each turn and how many cells,
+from the protocol's turns.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..geometry import all_masks, rank_masks
 from ..policies import as_policy
-from .lines import claim_column, move_weights, node_values, root_claims, sym_reply
-from .solver import RULES
+from ..protocols import Protocol, protocol, protocol_names
+from ..protocols import rule as as_rule
+from .lines import claim_column, move_weights, node_values, root_claims
 from .tables import game_tables
 
-#: The cell-grid protocols by name: cells revealed per turn, players alternating A, B, A, ...
-PROTOCOLS = {"consultancy": (4,), "debate2": (2, 2), "debate4": (1, 1, 1, 1)}
+
+class _CellProtocolMoves(Mapping):
+    """The registered cells protocols by name -> cells revealed per turn, read live from
+    :data:`debatelab.protocols.PROTOCOLS` (players: each protocol's turns)."""
+
+    def __getitem__(self, name: str) -> tuple[int, ...]:
+        if name not in protocol_names("cells"):
+            raise KeyError(name)
+        return protocol(name, "cells").moves
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(protocol_names("cells"))
+
+    def __len__(self) -> int:
+        return len(protocol_names("cells"))
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+
+#: The cell-grid protocols by name: cells revealed per turn (the registry's, live).
+PROTOCOLS: Mapping[str, tuple[int, ...]] = _CellProtocolMoves()
 
 
 @dataclass(frozen=True)
@@ -28,7 +51,8 @@ class CellGameRules:
     """Rules and players of one cell-grid game."""
 
     protocol: str = "debate4"
-    """``consultancy`` (A reveals 4 cells), ``debate2`` (2 + 2) or ``debate4`` (1 + 1 + 1 + 1)."""
+    """A registered cells protocol: ``consultancy`` (A reveals 4 cells), ``debate2`` (2 + 2),
+    ``debate4`` (1 + 1 + 1 + 1), ``debate3`` (A1 B2 A1), ``consult_rebut`` (A3 B1), ..."""
     rule: str = "asym"
     """How a leaf is scored: ``asym``, ``sym`` or ``last_b`` (see :mod:`.solver`)."""
     k_a: int | str = 1
@@ -39,12 +63,8 @@ class CellGameRules:
     """Cells of the grid (6 x 6)."""
 
     def __post_init__(self):
-        if self.protocol not in PROTOCOLS:
-            raise ValueError(
-                f"unknown protocol {self.protocol!r}; choose one of {', '.join(PROTOCOLS)}"
-            )
-        if self.rule not in RULES:
-            raise ValueError(f"unknown rule {self.rule!r}; choose one of {', '.join(RULES)}")
+        protocol(self.protocol, "cells")  # unknown: one error listing the registered ones
+        as_rule(self.rule)
         as_policy(self.k_a), as_policy(self.k_b)  # a bad capability fails here, clearly
 
     @property
@@ -53,8 +73,18 @@ class CellGameRules:
         return as_policy(self.k_a), as_policy(self.k_b)
 
     @property
+    def game(self) -> Protocol:
+        """The registered protocol."""
+        return protocol(self.protocol, "cells")
+
+    @property
     def moves(self) -> tuple[int, ...]:
-        return PROTOCOLS[self.protocol]
+        return self.game.moves
+
+    @property
+    def players(self) -> tuple[str, ...]:
+        """The player to move at each turn."""
+        return self.game.players
 
 
 class CellDebate:
@@ -67,7 +97,7 @@ class CellDebate:
         self.rules = rules
         self.n_classes = self.probs.shape[1]
         self.tables = game_tables(rules.n_cells, rules.moves)
-        self.values = node_values(self.probs, rules.n_cells, rules.moves,
+        self.values = node_values(self.probs, rules.n_cells, rules.game,
                                   rules.policies, rules.rule)  # fmt: skip
         root = self.values[0][:, 0]
         if claim is None:
@@ -76,7 +106,7 @@ class CellDebate:
             if not 0 <= claim < self.n_classes:
                 raise ValueError(f"claim must be a class in 0..{self.n_classes - 1}, got {claim}")
             self.claim = int(claim)
-            self.b_class = sym_reply(root, claim, self.n_classes) if rules.rule == "sym" else None
+            self.b_class = as_rule(rules.rule).b_reply(root, claim, self.n_classes)
         self.column = claim_column(self.claim, self.b_class, rules.rule, self.n_classes)
 
     @property
@@ -92,7 +122,7 @@ class CellDebate:
         revealed: set[int] = set()
         for t, cells in enumerate(turns):
             cells = [int(c) for c in cells]
-            player = self.tables.player(t)
+            player = self.rules.players[t]
             if len(cells) != moves[t] or len(set(cells)) != len(cells):
                 raise ValueError(
                     f"turn {t + 1} ({player}) must reveal {moves[t]} distinct cell(s), got {cells}"
@@ -118,8 +148,9 @@ class CellDebate:
         kids = self.tables.children[t][node]
         masks = all_masks(self.rules.n_cells, sum(self.rules.moves[: t + 1]))[kids]
         cells = [tuple(sorted(set(m.tolist()) - revealed)) for m in masks]
-        policy = self.rules.policies[t % 2]
-        weights = move_weights(self.values, self.tables, t, node, self.column, policy)
+        a_moves = self.rules.players[t] == "A"
+        policy = self.rules.policies[0 if a_moves else 1]
+        weights = move_weights(self.values, self.tables, t, node, self.column, policy, a_moves)
         return cells, weights
 
     def ai_move(self, turns: Sequence[Sequence[int]], rng: np.random.Generator) -> tuple:
@@ -134,11 +165,11 @@ class CellDebate:
             raise ValueError(f"the game is not over: {len(self.rules.moves) - t} turn(s) left")
         p = self.probs[node]
         a = self.claim
-        rule = self.rules.rule
-        if rule == "asym":
+        b_claims = as_rule(self.rules.rule).b_claims
+        if b_claims == "never":
             against, a_wins = None, int(p.argmax()) == a
         else:
-            if rule == "sym":
+            if b_claims == "before_play":
                 against = self.b_class
             else:  # last_b: B names the judge's best other class after the reveal
                 others = p.copy()

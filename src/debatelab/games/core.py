@@ -33,6 +33,7 @@ from math import prod
 import numpy as np
 
 from ..policies import RankedPlay, RankPolicy, rank_play, require_policy
+from ..protocols import Protocol, as_protocol
 from .tables import check_game, game_tables
 
 #: Level names of a text pool, root first: proposer (max), critic (min), rebuttal player (max).
@@ -252,18 +253,25 @@ def alternate(first, second, n_levels: int) -> list[RankPolicy]:
 # builders
 
 
-def reveal_game(n_cells: int, moves: Sequence[int]) -> Game:
+def reveal_game(n_cells: int, moves: Sequence[int] | Protocol | str) -> Game:
     """Every mask of a reveal game (:func:`.tables.game_tables`): level ``t`` holds every set of
-    the cells revealed before turn ``t``; A (turns 0, 2, ...) maximises, B minimises. Leaves are
-    the masks of ``sum(moves)`` cells in combinations order (the judge dump's mask axis).
-    Cached per ``(n_cells, moves)``; the tables are read-only."""
-    return _reveal_game(int(n_cells), check_game(n_cells, moves))
+    the cells revealed before turn ``t``; A maximises, B minimises. ``moves`` is a protocol (a
+    :class:`~debatelab.protocols.Protocol` or a registered name: its turns say who moves at each
+    level) or cells per turn with the players alternating A, B, A, ... Leaves are the masks of
+    ``sum(moves)`` cells in combinations order (the judge dump's mask axis). Cached per
+    ``(n_cells, moves, players)``; the tables are read-only."""
+    if isinstance(moves, Protocol | str):
+        proto = as_protocol(moves, "cells")
+        return _reveal_game(int(n_cells), check_game(n_cells, proto.moves), proto.maximize)
+    moves = check_game(n_cells, moves)
+    return _reveal_game(int(n_cells), moves, tuple(t % 2 == 0 for t in range(len(moves))))
 
 
 @lru_cache(maxsize=16)
-def _reveal_game(n_cells: int, moves: tuple[int, ...]) -> Game:
+def _reveal_game(n_cells: int, moves: tuple[int, ...], maximize: tuple[bool, ...]) -> Game:
     tables = game_tables(n_cells, moves)
-    levels = tuple(Level(children, t % 2 == 0) for t, children in enumerate(tables.children))
+    levels = tuple(Level(children, up) for children, up in zip(tables.children, maximize,
+                                                                strict=True))  # fmt: skip
     return Game(levels, tables.n_nodes[-1])
 
 

@@ -1,7 +1,10 @@
 """Exact (and quantilised) solving of reveal games against a frozen judge.
 
-A game: A commits a claim (a class), then the players reveal cells, ``moves`` cells per turn,
-alternating A, B, A, ...; the judge scores the revealed mask. Leaves are scored by a **rule**:
+A game: A commits a claim (a class), then the players reveal cells as a **protocol** says
+(:mod:`debatelab.protocols`: turns of a player and the cells its move reveals; the older
+``moves`` tuples, e.g. ``(2, 2)``, mean players alternating A, B, A, ...); the judge scores the
+revealed mask. Leaves are scored by a registered **rule** (:class:`debatelab.protocols.Rule`,
+whose ``leaf_columns`` and ``claims`` every solver here uses):
 
 - ``asym``: the judge's probability of A's claim ``p[a]``;
 - ``sym``: B commits a class ``b`` after A's claim (it may be the same one), payoff ``p[a] - p[b]``;
@@ -11,7 +14,8 @@ alternating A, B, A, ...; the judge scores the revealed mask. Leaves are scored 
 Each player plays with a **capability** (a rank policy: an int k is a top-k quantiliser, clamped
 to the options at each node, 1 = exact play). A's claim is never quantilised: it is the exact
 argmax over classes of the game value (first class on exact ties; under ``sym`` B's class is the
-first argmin).
+first argmin): the tie rule ``first`` (:data:`CLAIM_TIE_RULE`). Play inside the game shares
+the mass of tied options: the tie rule ``shared`` (:data:`TIE_RULE`, the core's reducer).
 
 The game is the core's subset game (:func:`.core.reveal_game`: the index tables of
 :mod:`.tables` as a stack of levels). Speed: subset backward induction over those tables; one
@@ -30,11 +34,18 @@ from math import comb
 import numpy as np
 
 from ..policies import BestOfN, Exact, RankPolicy, TopK, Uniform, as_policy
+from ..protocols import RULE_NAMES, TIE_RULES, Protocol, Rule, as_protocol
+from ..protocols import rule as as_rule
 from .core import Game, reveal_game
 from .ranked import RankedChildren, resolve, top_k_by_key
 from .tables import check_game
 
-RULES = ("asym", "sym", "last_b")
+#: A reveal game's protocol as the solvers take it: a Protocol, a registered name, or moves.
+GameSpec = Sequence[int] | Protocol | str
+#: The registered rules (live: a rule registered later is in).
+RULES = RULE_NAMES
+#: How the players' play shares tied options (the core's reducer); A's claim takes the first.
+TIE_RULE, CLAIM_TIE_RULE = TIE_RULES
 #: How a player ranks its options: by their value for the claim at stake (``claim``), or, in a
 #: one-turn game (consultancy), by one claim-agnostic score shared by every claim, the judge's
 #: confidence max_c p(c | mask) on the mask (``confidence``).
@@ -46,23 +57,14 @@ CHUNK_BYTES = 400 * 2**20
 BATCH_ELEMENTS = 8 * 2**20
 
 
-def leaf_columns(probs: np.ndarray, rule: str) -> np.ndarray:
-    """Leaf payoffs ``(n_images, n_columns, n_masks)``, one column per claim (pair).
+def leaf_columns(probs: np.ndarray, rule_name: str | Rule) -> np.ndarray:
+    """Leaf payoffs ``(n_images, n_columns, n_masks)``, one column per claim (pair): the rule's
+    :meth:`~debatelab.protocols.Rule.leaf_columns`.
 
     ``asym``/``last_b``: column ``a`` is A's payoff when it claims class ``a``. ``sym``: column
     ``a * K + b`` is A's payoff when A claims ``a`` and B claims ``b``.
     """
-    k = probs.shape[2]
-    p = np.moveaxis(probs, 2, 1)  # (n, K, M)
-    if rule == "asym":
-        leaf = np.ascontiguousarray(p)
-        leaf += 0  # turns -0.0 into +0.0, so non-negative bits sort as integers
-        return leaf
-    if rule == "last_b":
-        return p - p.max(axis=1, keepdims=True)
-    if rule == "sym":
-        return (p[:, :, None, :] - p[:, None, :, :]).reshape(len(p), k * k, -1)
-    raise ValueError(f"unknown rule {rule!r}; use one of {RULES}")
+    return as_rule(rule_name).leaf_columns(probs)
 
 
 def normalise_capability(k) -> tuple:
@@ -78,8 +80,9 @@ def normalise_capability(k) -> tuple:
 
 
 def _level_reducers(game: Game, capability: tuple) -> tuple:
-    """The resolved policy of the player to move at each level, clamped to its options."""
-    return tuple(resolve(capability[t % 2], n) for t, n in enumerate(game.n_options))
+    """The resolved policy of the player to move at each level, clamped to its options: A's
+    (``capability[0]``) where the level maximises, B's where it minimises."""
+    return tuple(resolve(capability[0 if lv.maximize else 1], lv.n_options) for lv in game.levels)
 
 
 def _solve_columns(leaf: np.ndarray, leaf_aux, game: Game, plans: list[tuple],
@@ -132,22 +135,6 @@ def _solve_columns(leaf: np.ndarray, leaf_aux, game: Game, plans: list[tuple],
     return values, auxes
 
 
-def _claims(values: np.ndarray, auxes, rule: str, n_classes: int):
-    """A's exact claim (and B's class under sym) from root values ``(P, n, n_columns)``."""
-    if rule == "sym":
-        v = values.reshape(values.shape[:2] + (n_classes, n_classes))
-        b_star = v.argmin(axis=3)  # (P, n, K): B's class against each claim
-        v_a = np.take_along_axis(v, b_star[..., None], axis=3)[..., 0]
-        claim = v_a.argmax(axis=2)
-        col = claim * n_classes + np.take_along_axis(b_star, claim[..., None], axis=2)[..., 0]
-    else:
-        claim = values.argmax(axis=2)
-        col = claim
-    value = np.take_along_axis(values, col[..., None], axis=2)[..., 0]
-    aux = None if auxes is None else np.take_along_axis(auxes, col[..., None], axis=2)[..., 0]
-    return claim, value, aux
-
-
 def _monotone(k) -> bool:
     """Players whose value lies between uniform and exact play (needed by the class bounds)."""
     return all(isinstance(p, TopK | Exact | Uniform | BestOfN) for p in normalise_capability(k))
@@ -183,10 +170,21 @@ def _solve_candidates(leaf: np.ndarray, leaf_aux, game: Game, plans: list[tuple]
     return values, auxes
 
 
-def _check_inputs(probs, n_cells, moves, rule, labels):
-    if rule not in RULES:
-        raise ValueError(f"unknown rule {rule!r}; use one of {RULES}")
-    moves = check_game(n_cells, moves)
+def game_protocol(n_cells: int, moves) -> Protocol:
+    """The protocol of a reveal game given as a :class:`~debatelab.protocols.Protocol`, a
+    registered name, or ``moves`` (cells per turn, players alternating), checked against the
+    grid (every turn's cells fit)."""
+    if isinstance(moves, Protocol | str):
+        proto = as_protocol(moves, "cells")
+        check_game(n_cells, proto.moves)
+        return proto
+    return as_protocol(check_game(n_cells, moves), "cells")
+
+
+def _check_inputs(probs, n_cells, moves, rule_name, labels):
+    as_rule(rule_name)  # an unknown rule: one error listing the registered ones
+    proto = game_protocol(n_cells, moves)
+    moves = proto.moves
     probs = np.asarray(probs)
     if probs.ndim != 3:
         raise ValueError(f"probs must be (n_images, n_masks, n_classes), got shape {probs.shape}")
@@ -202,7 +200,7 @@ def _check_inputs(probs, n_cells, moves, rule, labels):
         labels = np.asarray(labels)
         if labels.shape != (len(probs),):
             raise ValueError(f"labels must be ({len(probs)},), got {labels.shape}")
-    return probs, moves, labels
+    return probs, proto, labels
 
 
 def default_chunk_images(game: Game, n_columns: int) -> int:
@@ -214,7 +212,7 @@ def default_chunk_images(game: Game, n_columns: int) -> int:
 def solve_capabilities(
     probs: np.ndarray,
     n_cells: int,
-    moves: Sequence[int],
+    moves: GameSpec,
     capabilities: Sequence,
     rule: str = "asym",
     labels: np.ndarray | None = None,
@@ -237,18 +235,19 @@ def solve_capabilities(
     rank the masks once by the judge's confidence, the same top k for every claim; A then
     claims the class with the best average over that top k (:func:`solve_confidence_ranked`).
     """
-    probs, moves, labels = _check_inputs(probs, n_cells, moves, rule, labels)
+    probs, proto, labels = _check_inputs(probs, n_cells, moves, rule, labels)
     if len(capabilities) == 0:
         raise ValueError("give at least one capability (k_A, k_B)")
     if ranking not in RANKINGS:
         raise ValueError(f"unknown ranking {ranking!r}; use one of {RANKINGS}")
     if ranking == "confidence":  # no class bounds to prune with: one sort serves every class
-        return solve_confidence_ranked(probs, n_cells, moves, capabilities, rule, labels,
+        return solve_confidence_ranked(probs, n_cells, proto, capabilities, rule, labels,
                                        chunk_images)  # fmt: skip
-    game = reveal_game(n_cells, moves)
+    game = reveal_game(n_cells, proto)
     plans = [_level_reducers(game, normalise_capability(k)) for k in capabilities]
     n_classes = probs.shape[2]
-    n_columns = n_classes * n_classes if rule == "sym" else n_classes
+    n_columns = as_rule(rule).n_columns(n_classes)
+    pairs = as_rule(rule).pair_columns  # B claims before play: no class bounds to prune with
     step = chunk_images or default_chunk_images(game, n_columns)
 
     def chunk_values(chunk: np.ndarray, chunk_labels):
@@ -258,7 +257,7 @@ def solve_capabilities(
             correct = chunk.argmax(axis=2) == chunk_labels[:, None]
             leaf_aux = correct[:, None, :].astype(probs.dtype)
         # the class bounds cost two exact solves: worth it for grids, not for one capability
-        if prune and len(plans) > 2 and rule != "sym" and all(map(_monotone, capabilities)):
+        if prune and len(plans) > 2 and not pairs and all(map(_monotone, capabilities)):
             return _solve_candidates(leaf, leaf_aux, game, plans)
         return _solve_columns(leaf, leaf_aux, game, plans)
 
@@ -274,7 +273,7 @@ def _solve_in_chunks(probs: np.ndarray, labels, rule: str, step: int,
     for lo in range(0, len(probs), step):
         chunk_labels = None if labels is None else labels[lo : lo + step]
         values, auxes = chunk_values(probs[lo : lo + step], chunk_labels)
-        claim, value, aux = _claims(values, auxes, rule, probs.shape[2])
+        claim, value, aux = as_rule(rule).claims(values, auxes, probs.shape[2])
         parts["claim"].append(claim)
         parts["value"].append(value)
         if labels is not None:
@@ -283,7 +282,7 @@ def _solve_in_chunks(probs: np.ndarray, labels, rule: str, step: int,
     return {key: np.concatenate(arrs, axis=1) for key, arrs in parts.items()}
 
 
-def solve_confidence_ranked(probs: np.ndarray, n_cells: int, moves: Sequence[int],
+def solve_confidence_ranked(probs: np.ndarray, n_cells: int, moves: GameSpec,
                             capabilities: Sequence, rule: str = "asym",
                             labels: np.ndarray | None = None,
                             chunk_images: int | None = None) -> dict[str, np.ndarray]:  # fmt: skip
@@ -292,7 +291,8 @@ def solve_confidence_ranked(probs: np.ndarray, n_cells: int, moves: Sequence[int
     (ties share mass), and plays uniformly over its top k; A's claim is the exact argmax of the
     resulting values (the game core's :func:`.core.reduce_level` with a ``rank_key``).
     Capabilities must be top-k (ints, ``TopK``, ``Exact``, ``Uniform``)."""
-    probs, moves, labels = _check_inputs(probs, n_cells, moves, rule, labels)
+    probs, proto, labels = _check_inputs(probs, n_cells, moves, rule, labels)
+    moves = proto.moves
     if len(moves) != 1:
         raise ValueError(f"ranking='confidence' is defined for one-turn games (consultancy, "
                          f"moves like (4,)), got moves {moves}; use ranking='claim'")  # fmt: skip
@@ -305,7 +305,7 @@ def solve_confidence_ranked(probs: np.ndarray, n_cells: int, moves: Sequence[int
                              f"Uniform), got {cap!r}")  # fmt: skip
         ks.append(reducer.k)
     n_classes = probs.shape[2]
-    n_columns = n_classes * n_classes if rule == "sym" else n_classes
+    n_columns = as_rule(rule).n_columns(n_classes)
     # small chunks: the prefix sums of a few images stay in cache (measured fastest)
     step = chunk_images or max(1, CHUNK_BYTES // 8 // (8 * (n_columns + 2) * n_masks))
 
@@ -326,7 +326,7 @@ def solve_confidence_ranked(probs: np.ndarray, n_cells: int, moves: Sequence[int
 def solve_reveal_game(
     probs: np.ndarray,
     n_cells: int,
-    moves: Sequence[int],
+    moves: GameSpec,
     k: int | RankPolicy | tuple = 1,
     rule: str = "asym",
     labels: np.ndarray | None = None,
@@ -339,12 +339,14 @@ def solve_reveal_game(
         probs: ``(n_images, C(n_cells, sum(moves)), n_classes)`` judge probabilities on every
             mask, masks in combinations order (float32 is fast; float64 is exact).
         n_cells: cells of the grid.
-        moves: cells revealed per turn, players alternating A, B, A, ...: ``(4,)`` consultancy,
-            ``(2, 2)`` 2-turn and ``(1, 1, 1, 1)`` 4-turn debate.
+        moves: the protocol: a :class:`~debatelab.protocols.Protocol`, a registered name
+            (``debate3``, ``consult_rebut``, ...), or cells revealed per turn with the players
+            alternating A, B, A, ...: ``(4,)`` consultancy, ``(2, 2)`` 2-turn and
+            ``(1, 1, 1, 1)`` 4-turn debate.
         k: capabilities ``(k_A, k_B)``: ints (top-k quantilisers, clamped to the options at
             each node, 1 = exact) or rank policies (``BestOfN(8)``, ``Uniform()``, ...); a single
             value applies to both players.
-        rule: ``asym``, ``sym`` or ``last_b`` (see the module docstring).
+        rule: a registered rule, ``asym``, ``sym`` or ``last_b`` (see the module docstring).
         labels: true classes ``(n_images,)``; adds ``claim_correct`` and ``judge_accuracy``.
         chunk_images: images solved at once (default: sized to a few hundred MB).
         ranking: ``claim`` (each claim's own ranking of the options) or, in one-turn games,

@@ -30,11 +30,12 @@ from fastapi import FastAPI, HTTPException, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, Field, StrictFloat, StrictInt, field_validator
+from pydantic import BaseModel, Field, StrictFloat, StrictInt, create_model, field_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..judges.pixel import N_PIXELS
 from ..policies import as_policy
+from ..protocols import rule_names
 from . import positions
 from .models import PIXEL_RANGE, DemoModels
 from .positions import MAX_ROLLOUTS, CellPosition, MissingModelError, PixelPosition, warm_up
@@ -91,11 +92,12 @@ class PixelRequest(ImageRequest):
     """Let the AI make the next move."""
 
 
-class CellRequest(ImageRequest):
+class _CellRequest(ImageRequest):
     label: Annotated[StrictInt, Field(ge=0, le=9)]
     """The true class (a human's word for a drawing)."""
-    protocol: Literal["consultancy", "debate2", "debate4"] = "debate4"
-    rule: Literal["asym", "sym", "last_b"] = "asym"
+    protocol: str = "debate4"
+    """A registered cells protocol (the request model's Literal, from the registry)."""
+    rule: str = "asym"
     k_a: Capability = 1
     k_b: Capability = 1
     claim: Annotated[StrictInt, Field(ge=0, le=9)] | None = None
@@ -110,6 +112,23 @@ class CellRequest(ImageRequest):
         if isinstance(v, str):
             as_policy(v).rank_weights(2)  # ValueError with the accepted forms
         return v
+
+
+def cell_request(reveal: int = 4) -> type[BaseModel]:
+    """The body of ``/api/cells``: ``protocol`` a ``Literal`` of the registered cells protocols
+    the judge can score (``reveal`` cells), ``rule`` one of the registered rules, ``turns`` at
+    most the longest protocol's turns. Built when the app is made, so a protocol registered
+    before (a plug-in's, a test's) is in the schema."""
+    rows = positions.cell_protocols(reveal)
+    names = tuple(p["name"] for p in rows)
+    default = "debate4" if "debate4" in names else names[0]
+    most = max(len(p["moves"]) for p in rows)
+    return create_model(
+        "CellRequest", __base__=_CellRequest,
+        protocol=(Literal[names], default),  # type: ignore[valid-type]
+        rule=(Literal[tuple(rule_names())], "asym"),  # type: ignore[valid-type]
+        turns=(list[list[StrictInt]], Field(default_factory=list, max_length=most)),
+    )  # fmt: skip
 
 
 class _LRU:
@@ -254,6 +273,7 @@ def create_app(models: DemoModels) -> FastAPI:
     """The demo application over ``models``."""
     app = FastAPI(title="debatelab demo", docs_url="/api/docs", openapi_url="/api/openapi.json")
     compute = ServerCompute()
+    cell_body = cell_request(models.reveal)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError):
@@ -292,13 +312,16 @@ def create_app(models: DemoModels) -> FastAPI:
         with _position_errors():
             return positions.pixel_position(models, pos, compute)
 
-    @app.post("/api/cells")
-    def cells(req: CellRequest):
-        """The cell-grid game: consultancy or debate under a rule, players of any capability."""
+    def cells(req):
+        """The cell-grid game: any registered cells protocol under a rule, players of any
+        capability."""
         with _position_errors(422):
             pos = CellPosition(**req.model_dump())
         with _position_errors():
             return positions.cell_position(models, pos, compute)
+
+    cells.__annotations__ = {"req": cell_body}  # the registry's protocols, as of now
+    app.post("/api/cells")(cells)
 
     app.mount("/static", StaticFiles(directory=str(STATIC)), name="static")
     return app

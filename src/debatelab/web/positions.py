@@ -31,16 +31,16 @@ import torch
 from ..data.digits import center_digit
 from ..errors import DebatelabError
 from ..games.agents import MCTSAgent, MCTSConfig, greedy_agent, random_agent
-from ..games.cellplay import PROTOCOLS, CellDebate, CellGameRules
+from ..games.cellplay import CellDebate, CellGameRules
 from ..games.learned import LearnedAgent
 from ..games.pixels import PixelGames, PixelRules
-from ..games.solver import RULES
 from ..games.tables import game_tables
 from ..geometry import N_PIXELS, SIDE
 from ..judges.allmask import all_mask_probs
 from ..judges.evaluate import predict_proba
 from ..judges.pixel import PixelJudge
 from ..policies import as_policy
+from ..protocols import describe, protocol, protocol_names, rule_names
 from .models import CLASSES, PIXEL_RANGE, DemoModels, missing_command
 
 #: Most MCTS simulations per move a position may ask for (the paper's budget).
@@ -169,7 +169,8 @@ class CellPosition:
     label: int
     """The true class (a human's word for a drawing)."""
     protocol: str = "debate4"
-    """``consultancy``, ``debate2`` or ``debate4``."""
+    """A registered cells protocol (``consultancy``, ``debate2``, ``debate4``, ``debate3``,
+    ``consult_rebut``, ...) that reveals as many cells as the sparse judge sees."""
     rule: str = "asym"
     """``asym``, ``sym`` or ``last_b``."""
     k_a: int | str = 1
@@ -179,7 +180,7 @@ class CellPosition:
     claim: int | None = None
     """A's claim when a human plays A; ``None``: A's exact best claim."""
     turns: tuple[tuple[int, ...], ...] = ()
-    """The cells each turn revealed so far, players alternating A, B, A, ..."""
+    """The cells each turn revealed so far, each turn's player as the protocol says."""
     seed: int = 0
     """Seed of the AI's move (with the turn)."""
     play: bool = False
@@ -190,10 +191,10 @@ class CellPosition:
         object.__setattr__(self, "turns", tuple(tuple(int(c) for c in t) for t in self.turns))
         _class("label", self.label)
         _class("claim", self.claim, optional=True)
-        if self.protocol not in PROTOCOLS:
-            raise ValueError(f"protocol: must be one of {', '.join(PROTOCOLS)}")
-        if self.rule not in RULES:
-            raise ValueError(f"rule: must be one of {', '.join(RULES)}")
+        if self.protocol not in protocol_names("cells"):
+            raise ValueError(f"protocol: must be one of {', '.join(protocol_names('cells'))}")
+        if self.rule not in rule_names():
+            raise ValueError(f"rule: must be one of {', '.join(rule_names())}")
         for name in ("k_a", "k_b"):
             try:
                 as_policy(getattr(self, name)).rank_weights(2)
@@ -234,6 +235,14 @@ def mask_probs(models: DemoModels, image: np.ndarray, compute: Compute = DIRECT)
     return compute.cached("probs", (image_key(image),), make)
 
 
+def cell_protocols(reveal: int) -> list[dict[str, Any]]:
+    """The registered cells protocols the demo's judge can score (``reveal`` cells in all), as
+    rows of :func:`debatelab.protocols.describe` (name, turns, players, cells per turn and per
+    player, summary, source)."""
+    rows = [describe(protocol(n)) for n in protocol_names("cells")]
+    return [r for r in rows if r["total"] == reveal]
+
+
 def info(models: DemoModels) -> dict[str, Any]:
     """Which models are loaded, which are missing (with the command that makes each), and the
     settings the page offers."""
@@ -241,8 +250,9 @@ def info(models: DemoModels) -> dict[str, Any]:
         "models": {"gold": models.gold is not None, "sparse": models.sparse is not None,
                    "pixel": sorted(models.pixel), "debaters": sorted(models.debaters)},
         "missing": models.missing, "classes": CLASSES,
-        "test_images": int(len(models.test_images)), "protocols": PROTOCOLS,
-        "rules": list(RULES), "pixel_range": list(PIXEL_RANGE), "max_rollouts": MAX_ROLLOUTS,
+        "test_images": int(len(models.test_images)),
+        "protocols": {p["name"]: p["moves"] for p in cell_protocols(models.reveal)},
+        "protocol_list": cell_protocols(models.reveal), "rules": list(rule_names()), "pixel_range": list(PIXEL_RANGE), "max_rollouts": MAX_ROLLOUTS,
         "grid": models.grid, "reveal": models.reveal, "image_size": models.image_size,
     }  # fmt: skip
 
@@ -330,6 +340,9 @@ def cell_game(
     """The solved cell game of ``image`` ``(28, 28)`` under ``pos``'s rules, players and claim
     (every node's value; the moves do not matter). MissingModelError without a sparse judge."""
     rules = pos.rules(models.grid**2)
+    if rules.game.total != models.reveal:
+        raise ValueError(f"protocol: {rules.protocol} reveals {rules.game.total} cells; the "
+                         f"demo's judge sees {models.reveal}")  # fmt: skip
     probs = mask_probs(models, image, compute)
 
     def solve():
@@ -350,7 +363,7 @@ def cell_position(
     turns = [list(t) for t in pos.turns]
     game.position(turns)  # illegal turns fail before any AI move
     ai_move = None
-    moves = game.rules.moves
+    moves, players = game.rules.moves, game.rules.players
     if pos.play and len(turns) < len(moves):
         rng = np.random.default_rng([pos.seed, len(turns)])
         ai_move = [int(c) for c in game.ai_move(turns, rng)]
@@ -358,8 +371,8 @@ def cell_position(
     done = len(turns) == len(moves)
     return {
         "claim": game.claim, "b_class": game.b_class, "value": game.value,
-        "turns": turns, "moves": list(moves),
-        "next": None if done else ("A" if len(turns) % 2 == 0 else "B"),
+        "turns": turns, "moves": list(moves), "players": list(players),
+        "next": None if done else players[len(turns)],
         "done": done, "ai_move": ai_move,
         "verdict": game.verdict(turns) if done else None,
         "view": models.small_view(image).ravel().round(4).tolist(),
@@ -370,8 +383,8 @@ def cell_position(
 def warm_up(models: DemoModels) -> None:
     """Build the geometry tables (all-mask evaluation, game trees) once, before requests come:
     concurrent first requests would otherwise each build them."""
-    for moves in PROTOCOLS.values():
-        game_tables(models.grid**2, moves)
+    for p in cell_protocols(models.reveal):
+        game_tables(models.grid**2, tuple(p["moves"]))
     if models.sparse is not None:
         blank = torch.zeros(1, 1, models.image_size, models.image_size)
         all_mask_probs(models.sparse, blank, models.grid, models.reveal)
