@@ -34,9 +34,11 @@ def top_k_mean(vals, policy, maximize, default):
     return float(best[:k].sum() / k)
 
 
-def brute_force(probs, label, n_cells, moves, k, rule):
-    """Walk every ordered sequence of moves; returns (claim, value, judge accuracy)."""
+def brute_force(probs, label, n_cells, moves, k, rule, players=None):
+    """Walk every ordered sequence of moves; returns (claim, value, judge accuracy).
+    ``players`` ("A"/"B" per turn): who moves at each turn (default alternating A, B, ...)."""
     pol = [as_policy(x) for x in k]
+    players = players or ["AB"[t % 2] for t in range(len(moves))]
     n_classes = probs.shape[1]
     index = {m: i for i, m in enumerate(itertools.combinations(range(n_cells), sum(moves)))}
 
@@ -48,9 +50,10 @@ def brute_force(probs, label, n_cells, moves, k, rule):
         kids = [walk(revealed + m, t + 1, a, b) for m in itertools.combinations(free, moves[t])]
         vals = np.array([v for v, _ in kids])
         acc = np.array([j for _, j in kids])
-        maximize = t % 2 == 0
-        w = child_weights(vals, pol[t % 2], maximize)
-        return top_k_mean(vals, pol[t % 2], maximize, default=w @ vals), float(w @ acc)
+        maximize = players[t] == "A"
+        policy = pol[0 if maximize else 1]
+        w = child_weights(vals, policy, maximize)
+        return top_k_mean(vals, policy, maximize, default=w @ vals), float(w @ acc)
 
     per_claim = []
     for a in range(n_classes):

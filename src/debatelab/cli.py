@@ -19,6 +19,8 @@ TOOLS = {
                     "Write judges as ONNX files, checked against PyTorch."),
     "export-site": ("debatelab.cli_serve", "export_site",
                     "Write the demo as a static site that runs in the browser."),
+    "protocols": ("debatelab.cli", "protocols_command",
+                  "List the registered protocols (who reveals what, when) and rules."),
 }  # fmt: skip
 
 
@@ -86,3 +88,50 @@ def main():
     the reference table. Every experiment command writes a run folder with its config, manifest
     and metrics; rerunning into the same --out with the same settings resumes it.
     """
+
+
+@click.command("protocols", context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--medium",
+    type=click.Choice(["cells", "pixels", "text"]),
+    default=None,
+    help="Only the protocols of one medium (cells, pixels or text).",
+)
+@click.option("--json", "as_json", is_flag=True, help="One JSON object instead of the tables.")
+def protocols_command(medium, as_json):  # fmt: skip
+    """List the registered protocols and rules.
+
+    A protocol is a sequence of turns after A's claim, each a player (A, the claimant; B, its
+    opponent) and the units its move reveals (cells, pixels or messages): `A1 B2 A1` is A
+    revealing one cell, B two, A the last one. For each: its medium, turns, units per player,
+    the published branching of the sampled on-policy tree (1,296 leaves), its summary and its
+    source (built-in, or the plug-in that registered it through the entry-point group
+    `debatelab.protocols`). Then the rules: when B names its class (never, before play, after
+    play) and A's payoff.
+    """
+    import json
+
+    from .protocols import describe, describe_rule, protocol, protocol_names, rule, rule_names
+
+    rows = [describe(protocol(n)) for n in protocol_names(medium)]
+    rules = [describe_rule(rule(n)) for n in rule_names()]
+    if as_json:
+        click.echo(json.dumps({"protocols": rows, "rules": rules}, indent=1))
+        return
+
+    def table(head, lines):
+        widths = [max(len(str(x)) for x in col) for col in zip(head, *lines, strict=True)]
+        for line in [head, ["-" * w for w in widths], *lines]:
+            click.echo(
+                "  ".join(str(x).ljust(w) for x, w in zip(line, widths, strict=True)).rstrip()
+            )
+
+    click.echo("Protocols")
+    table(["name", "medium", "turns", "A units", "B units", "branching", "summary", "source"],
+          [[r["name"], r["medium"], r["turns"], r["per_player"]["A"], r["per_player"]["B"],
+            "x".join(map(str, r["branching"])) if r["branching"] else "-", r["summary"],
+            r["source"]] for r in rows])  # fmt: skip
+    click.echo("\nRules")
+    table(["name", "B claims", "summary", "source"],
+          [[r["name"], r["b_claims"].replace("_", " "), r["summary"], r["source"]]
+           for r in rules])  # fmt: skip

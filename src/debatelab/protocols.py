@@ -179,6 +179,13 @@ def protocol_names(medium: str | None = None) -> tuple[str, ...]:
     return tuple(n for n, p in PROTOCOLS.items() if medium is None or p.medium == medium)
 
 
+def builtin_protocols(medium: str | None = None) -> tuple[Protocol, ...]:
+    """The protocols debatelab declares (no plug-in is loaded), optionally of one medium: for
+    module constants built at import, such as the text pools' protocol names."""
+    return tuple(p for n, p in PROTOCOLS._items.items()
+                 if PROTOCOLS._sources[n] == "debatelab" and medium in (None, p.medium))  # fmt: skip
+
+
 def alternating(*moves: int) -> tuple[Turn, ...]:
     """Turns A, B, A, ... revealing ``moves`` units each."""
     return tuple(Turn("A" if t % 2 == 0 else "B", m) for t, m in enumerate(moves))
@@ -214,10 +221,12 @@ def describe(p: Protocol) -> dict:
         source = "built-in" if source == "debatelab" else source
     except ValueError:
         source = "unregistered"
-    try:
-        branching = list(p.branching_for())
-    except ValueError:
-        branching = None
+    branching = None  # declared, or for a cells protocol the budget spread evenly
+    if p.branching is not None or p.medium == "cells":
+        try:
+            branching = list(p.branching_for())
+        except ValueError:
+            pass
     return {
         "name": p.name, "medium": p.medium, "turns": turns_text(p),
         "players": list(p.players), "moves": list(p.moves),

@@ -25,14 +25,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import DebatelabError
+from ..protocols import builtin_protocols
 
-PROTOCOLS = ("proposal", "critique", "rebuttal")
-_ALIASES = {
-    "proposal": "proposal", "proposal-only": "proposal", "proposal_only": "proposal",
-    "critique": "critique", "+critique": "critique", "proposal+critique": "critique",
-    "rebuttal": "rebuttal", "+critique+rebuttal": "rebuttal",
-    "proposal+critique+rebuttal": "rebuttal", "critique+rebuttal": "rebuttal",
-}  # fmt: skip
+#: The text protocols declared in :mod:`debatelab.protocols` (a move is one message), in
+#: declaration order: proposal, critique, rebuttal (the pools' levels).
+PROTOCOLS = tuple(p.name for p in builtin_protocols("text"))
+#: Every name a text protocol answers to (its name and its declared aliases).
+_ALIASES = {alias: p.name for p in builtin_protocols("text") for alias in (p.name, *p.aliases)}
+_DEPTH = {p.name: len(p.turns) for p in builtin_protocols("text")}
 MAIN_ARM = "main"
 
 
@@ -50,8 +50,9 @@ def protocol_name(name: str) -> str:
 
 
 def protocol_depth(protocol: str) -> int:
-    """1 for proposal only, 2 with a critique, 3 with a rebuttal."""
-    return PROTOCOLS.index(protocol_name(protocol)) + 1
+    """The protocol's number of turns: 1 for proposal only, 2 with a critique, 3 with a
+    rebuttal."""
+    return _DEPTH[protocol_name(protocol)]
 
 
 @dataclass(frozen=True, eq=False)
