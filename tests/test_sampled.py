@@ -165,8 +165,15 @@ def test_budgets_must_split_evenly():
     assert branching_for("debate4", 256) == (4, 4, 4, 4)
     with pytest.raises(ValueError, match="4-th power"):
         branching_for("debate4", 1000)
+    assert branching_for("debate3") == (12, 12, 9)  # the published-budget branching
+    assert branching_for("consult_rebut") == (36, 36)
+    assert branching_for("debate3", 64) == (4, 4, 4)
+    with pytest.raises(ValueError, match="3-th power"):
+        branching_for("debate3", 81)
     with pytest.raises(ValueError, match="unknown protocol"):
-        branching_for("debate3")
+        branching_for("debate5")
+    with pytest.raises(ValueError, match="text protocol"):
+        branching_for("critique")
 
 
 def test_group_codes_and_control_permutations():

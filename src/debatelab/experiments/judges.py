@@ -25,15 +25,26 @@ from ..errors import CacheError
 from ..games.sampled import branching_for
 from ..games.sampled_play import SEARCHES, evaluate_trained_judge
 from ..judges import published as pub_files
-from ..judges.onpolicy import DESIGNS, OnPolicyConfig, load_published_judge, parse_published_name
+from ..judges.designs import design as find_design
+from ..judges.designs import design_names
+from ..judges.onpolicy import (
+    PUBLISHED_TURNS,
+    OnPolicyConfig,
+    load_published_judge,
+    parse_published_name,
+)
 from ..options import CLUSTER, DEVICE, IMAGES, WORKERS, parse_device
 from ..progress import progress as progress_bar
+from ..protocols import protocol_names, rule_names
 from ..reference import TRAINED_JUDGES, TRAINED_SWEEP
 from ..report.runs import RunFolder
 from ..store import parse_images
 from .judges_train import PRESETS, get_onpolicy_judge, load_onpolicy_judge
 
+#: The protocols of the published 13-judge sweeps (what a budget must suit for a sweep).
 PROTOCOLS = ("consultancy", "debate2", "debate4")
+#: Every cell protocol a judge can be trained on (:mod:`debatelab.protocols`).
+CELL_PROTOCOLS = protocol_names("cells")
 METRICS = ("judge", "selection", "belief")
 
 
@@ -62,7 +73,7 @@ def check_budget(budget: int | None, protocols, search: str, flag: str = "--budg
 class ScheduleConfig:
     """Settings shared by one judge and a sweep: dataset, design, schedule, device."""
 
-    design: str = field(default="D1", metadata={"choices": DESIGNS})
+    design: str = field(default="D1", metadata={"choices": design_names(sweep=True)})
     """Judge design: D1 (never sees a class), D3 (reads the claims), D2 (P(claim correct))."""
     variant: str = field(default="mnist", metadata={"flag": "--dataset", "choices": VARIANTS})
     """Dataset variant."""
@@ -130,9 +141,10 @@ class ScheduleConfig:
 class JudgeConfig(ScheduleConfig):
     """Settings of one judge trained on-policy."""
 
-    protocol: str = field(default="debate2", metadata={"choices": PROTOCOLS})
-    """consultancy, debate2 (2 + 2 cells) or debate4 (1 cell per turn)."""
-    rule: str = field(default="asym", metadata={"choices": ("asym", "sym", "last_b")})
+    protocol: str = field(default="debate2", metadata={"choices": CELL_PROTOCOLS})
+    """consultancy, debate2 (2 + 2 cells), debate4 (1 cell per turn), debate3 (A 1, B 2, A 1)
+    or consult_rebut (A 3, B 1): the cell protocols of `debatelab protocols`."""
+    rule: str = field(default="asym", metadata={"choices": rule_names()})
     """Scoring rule (consultancy: asym)."""
     control: bool = False
     """The shuffled control: the four cells in four channel groups, in a fresh order per play."""
@@ -255,10 +267,11 @@ def curve_entries(cfg: OnPolicyConfig) -> list[tuple[str, pub_files.Entry]]:
     rule = {"last_b": "lastdig"}.get(cfg.rule, cfg.rule)
     if cfg.protocol == "consultancy":
         stem = "consultancy"
-    elif cfg.design == "D1":
-        stem = f"{'control' if cfg.control else 'debate'}{cfg.protocol[-1]}"
-    else:
-        stem = f"{'control' if cfg.control else 'debate'}_{cfg.protocol[-1]}turn"
+    elif cfg.protocol in PUBLISHED_TURNS:
+        kind = "control" if cfg.control else "debate"
+        stem = find_design(cfg.design).curve_stem(kind, PUBLISHED_TURNS[cfg.protocol])
+    else:  # a protocol the study did not run
+        return []
     out = []
     for entry in pub_files.curve_entries(folder):
         head, sep, tail = entry.name.removesuffix(".npy").partition("_epoch_")

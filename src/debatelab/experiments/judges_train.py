@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 
 import torch
-import torch.nn.functional as F
 
 from ..data import ImageData
 from ..games.sampled_play import (
@@ -25,7 +24,8 @@ from ..games.sampled_play import (
     play,
 )
 from ..geometry import Grid
-from ..judges.onpolicy import GROUPS, OnPolicyConfig, OnPolicyJudge, make_model, n_queries
+from ..judges.designs import design as find_design
+from ..judges.onpolicy import GROUPS, OnPolicyConfig, OnPolicyJudge
 from ..judges.train import TrainedJudge, cached_judge, fit_classifier, load_judge
 from ..store import parse_images
 
@@ -62,27 +62,24 @@ def train_onpolicy(config: OnPolicyConfig, data: ImageData, resume_path=None,
     test = parse_images(config.eval_images, len(data.x_test))
     test_x, test_y = data.x_test[test].to(device), data.y_test[test]
     family = family_of(config.protocol, config.control)
-    queries = n_queries(config.design, config.rule, config.protocol)
+    spec = find_design(config.design)
+    queries = spec.queries(config.protocol, config.rule)
     autocast = config.autocast and device.type == "cuda"
 
     def make():
-        return make_model(config.design, data.in_channels, GROUPS[family], queries,
-                          data.image_size, 4 if config.bits else 0).to(device)  # fmt: skip
+        return spec.build(data.in_channels, GROUPS[family], queries, data.image_size,
+                          4 if config.bits else 0).to(device)  # fmt: skip
 
     def step(model, idx, gen):
         judge = wrap(model, config, grid, data.in_channels)
-        model.train(config.design == "D1")  # §1: D1 searches with dropout on
+        model.train(spec.search_in_train_mode)  # §1: D1 searches with dropout on
         xb, yb = x[idx.to(device)], y[idx.to(device)]
         realised = play(judge, xb, config.protocol, config.rule, config.control, gen,
                         config.budget, autocast, config.capability, config.search,
                         config.branching, scorer)  # fmt: skip
         model.train()
         logits = judge.logits(xb, realised.codes, realised.queries, realised.codeword)
-        if config.design == "D2":
-            right = (realised.claim == yb).float()
-            loss = F.binary_cross_entropy_with_logits(logits[:, 0], right)
-            return loss, int(right.sum().item())
-        return F.cross_entropy(logits, yb), int((logits.argmax(1) == yb).sum().item())
+        return spec.loss(logits, realised.claim, yb)
 
     # a bits arm and its nested control share the loop seed, so also their test draws
     loop_seed = config.seed if config.loop_seed is None else config.loop_seed
@@ -127,7 +124,7 @@ def load_onpolicy_judge(path: str | os.PathLike) -> OnPolicyJudge:
     """A judge this project trained on-policy (a checkpoint of the cache) as an
     :class:`OnPolicyJudge`, with its training config as ``trained_config``; published
     checkpoints load with :func:`.onpolicy.load_published_judge`."""
-    trained = load_judge(path, "onpolicy")
+    trained = load_judge(path, "onpolicy")  # every design's checkpoint family
     config = trained.config
     channels = trained.model.in_channels // GROUPS[family_of(config.protocol, config.control)]
     judge = wrap(trained.model, config, Grid(trained.model.image_size, 6), channels)

@@ -13,8 +13,13 @@ afresh at every step:
 Siblings are independent draws (so they may repeat); cells are distinct within a play. All
 classes share one tree; only the leaf values depend on the claim.
 
+Which protocols there are, who moves at each turn and how many cells each move reveals, the
+published branching and the rules all come from :mod:`debatelab.protocols` (any registered
+``cells`` protocol runs here, e.g. ``debate3`` and ``consult_rebut``).
+
 The search is exact minimax on that tree with the published tie rule, *ties to the first
-index*: the claim is the first argmax of the root values over claim columns, and the realised
+index* (:data:`debatelab.protocols.TIE_RULES` ``"first"``, :data:`TIE_RULE`): the claim is
+the first argmax of the root values over claim columns, and the realised
 play descends by first argmax (A) / first argmin (B). (The game core's reducer splits tied mass
 instead; it gives the same node values, tested in tests/test_sampled.py, but a trained judge
 needs one realised play per image.) Everything is batched torch so that it runs where the
@@ -23,38 +28,50 @@ judge runs. :func:`exact_tree` is the tree that holds every candidate once, for 
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 from functools import lru_cache
-from math import isqrt, prod
+from math import prod
 
 import numpy as np
 import torch
 
 from ..geometry import all_masks
+from ..protocols import PUBLISHED_BUDGET, TIE_RULES, Protocol, protocol_names
+from ..protocols import protocol as find_protocol
+from ..protocols import rule as find_rule
 
-#: Cells per turn of each protocol.
-PROTOCOL_MOVES = {"consultancy": (4,), "debate2": (2, 2), "debate4": (1, 1, 1, 1)}
-#: Rules of the trained-judge study (``last_b`` is the notebooks' "lastdig").
-RULES = ("asym", "sym", "last_b")
-
-
-def check_protocol(protocol: str) -> tuple[int, ...]:
-    if protocol not in PROTOCOL_MOVES:
-        raise ValueError(f"unknown protocol {protocol!r}; choose among {', '.join(PROTOCOL_MOVES)}")
-    return PROTOCOL_MOVES[protocol]
+#: The tie rule of the trained-judge search: the first index (the published anchor).
+TIE_RULE = "first"
+assert TIE_RULE in TIE_RULES
 
 
-def branching_for(protocol: str, budget: int = 1296) -> tuple[int, ...]:
-    """Candidates per node at each turn for a budget of leaves per image: ``(budget,)``,
-    ``(b, b)`` with ``b * b = budget`` or ``(b, b, b, b)`` with ``b ** 4 = budget``."""
-    moves = check_protocol(protocol)
-    turns = len(moves)
-    root = round(budget ** (1 / turns))
-    if budget < 1 or root**turns != budget or (turns == 2 and isqrt(budget) ** 2 != budget):
-        raise ValueError(f"{protocol} spreads its budget evenly over {turns} turn(s): the budget "
-                         f"must be a {turns}-th power (1,296 = 36^2 = 6^4), got {budget}")  # fmt: skip
-    return (root,) * turns
+def __getattr__(name: str):
+    """Old names, derived from the registry: ``PROTOCOL_MOVES`` (cells per turn of each cell
+    protocol) and ``RULES`` (the rule names)."""
+    if name == "PROTOCOL_MOVES":
+        return {n: find_protocol(n).moves for n in protocol_names("cells")}
+    if name == "RULES":
+        from ..protocols import rule_names
+
+        return rule_names()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def cell_protocol(protocol: str | Protocol) -> Protocol:
+    """The registered ``cells`` protocol of that name (one error listing them otherwise)."""
+    return find_protocol(protocol, medium="cells")
+
+
+def check_protocol(protocol: str | Protocol) -> tuple[int, ...]:
+    """Cells per turn of a registered cell protocol."""
+    return cell_protocol(protocol).moves
+
+
+def branching_for(protocol: str | Protocol, budget: int = PUBLISHED_BUDGET) -> tuple[int, ...]:
+    """Candidates per node at each turn for a budget of leaves per image: the protocol's
+    published branching at the published budget (e.g. debate3's 12 x 12 x 9), else the budget
+    spread evenly over the turns (:meth:`debatelab.protocols.Protocol.branching_for`)."""
+    return cell_protocol(protocol).branching_for(budget)
 
 
 @dataclass(frozen=True)
@@ -69,10 +86,29 @@ class CandidateTree:
     paths: torch.Tensor
     branching: tuple[int, ...]
     moves: tuple[int, ...]
+    players: tuple[str, ...] | None = None
+    """The player to move at each turn (None: A, B, A, ... alternating)."""
+
+    @property
+    def turn_players(self) -> tuple[str, ...]:
+        if self.players is not None:
+            return self.players
+        return tuple("AB"[t % 2] for t in range(len(self.moves)))
+
+    @property
+    def maximize(self) -> tuple[bool, ...]:
+        """Whether the player to move at each turn maximises (A) or minimises (B)."""
+        return tuple(p == "A" for p in self.turn_players)
+
+    @property
+    def one_sided(self) -> bool:
+        """Only A moves (consultancy): every cell is shown in one channel group."""
+        return all(p == "A" for p in self.turn_players)
 
     @property
     def owners(self) -> torch.Tensor:
-        return torch.cat([torch.full((m,), t % 2) for t, m in enumerate(self.moves)])
+        return torch.cat([torch.full((m,), 0 if p == "A" else 1)
+                          for p, m in zip(self.turn_players, self.moves, strict=True)])  # fmt: skip
 
     @property
     def n_leaves(self) -> int:
@@ -94,9 +130,10 @@ def sample_tree(protocol: str, n_images: int, generator: torch.Generator, n_cell
                 budget: int = 1296, device="cpu", branching=None) -> CandidateTree:  # fmt: skip
     """Draw one candidate tree per image (§1 of TRAINED-JUDGES.md): at each turn, for each node,
     ``branching[t]`` independent uniform sets of ``moves[t]`` cells not yet revealed on the
-    node's path. ``branching`` defaults to the budget spread evenly over the turns."""
-    moves = check_protocol(protocol)
-    branching = (branching_for(protocol, budget) if branching is None
+    node's path. ``branching`` defaults to :func:`branching_for` the budget."""
+    proto = cell_protocol(protocol)
+    moves = proto.moves
+    branching = (branching_for(proto, budget) if branching is None
                  else check_branching(protocol, branching))  # fmt: skip
     if sum(moves) > n_cells:
         raise ValueError(f"{protocol} reveals {sum(moves)} cells; the grid has {n_cells}")
@@ -109,40 +146,41 @@ def sample_tree(protocol: str, n_images: int, generator: torch.Generator, n_cell
             keys.scatter_(-1, used.expand(shape + (used.shape[-1],)), 2.0)
         new = keys.topk(m, dim=-1, largest=False).indices
         paths = torch.cat([used.expand(shape + (used.shape[-1],)), new], dim=-1)
-    return CandidateTree(paths.reshape(n_images, prod(branching), sum(moves)), branching, moves)
+    return CandidateTree(paths.reshape(n_images, prod(branching), sum(moves)), branching, moves,
+                         proto.players)  # fmt: skip
 
 
 def exact_tree(protocol: str, n_images: int, n_cells: int = 36, device="cpu") -> CandidateTree:
     """The tree that holds every candidate once (``--search exact``): every mask of 4 cells
     (consultancy), every A-pair and every B-pair of the remaining cells (2-turn), every ordered
-    reveal a1, b1, a2, b2 (4-turn); candidates in combinations (permutations) order, so the
-    first-index tie rule prefers the lowest cells. The same for every image (``expand``ed)."""
-    moves = check_protocol(protocol)
+    reveal a1, b1, a2, b2 (4-turn); any protocol: at each turn every set of its cells among those
+    not yet revealed, in combinations order, so the first-index tie rule prefers the lowest
+    cells. The same for every image (``expand``ed)."""
+    proto = cell_protocol(protocol)
+    moves = proto.moves
     if sum(moves) > n_cells:
         raise ValueError(f"{protocol} reveals {sum(moves)} cells; the grid has {n_cells}")
     paths, branching = _exact_paths(moves, n_cells)
     paths = torch.from_numpy(paths).to(device)
-    return CandidateTree(paths.expand(n_images, *paths.shape), branching, moves)
+    return CandidateTree(paths.expand(n_images, *paths.shape), branching, moves, proto.players)
 
 
 @lru_cache(maxsize=8)
 def _exact_paths(moves: tuple[int, ...], n_cells: int) -> tuple[np.ndarray, tuple[int, ...]]:
-    if len(moves) == 1:
-        masks = all_masks(n_cells, moves[0]).astype(np.int64)
-        return masks, (len(masks),)
-    if len(moves) == 2:
-        a_pairs = all_masks(n_cells, moves[0]).astype(np.int64)
-        left = np.array([[c for c in range(n_cells) if c not in pair] for pair in a_pairs])
-        b_pairs = left[:, all_masks(n_cells - moves[0], moves[1]).astype(np.int64)]  # (A, B, m)
-        a_part = np.broadcast_to(a_pairs[:, None], b_pairs.shape[:2] + (moves[0],))
-        paths = np.concatenate([a_part, b_pairs], axis=-1)
-        return paths.reshape(-1, sum(moves)), paths.shape[:2]
-    if set(moves) != {1}:
-        raise ValueError(f"no exact tree for moves {moves}")
-    turns = len(moves)
-    paths = np.fromiter(itertools.chain.from_iterable(
-        itertools.permutations(range(n_cells), turns)), dtype=np.int64).reshape(-1, turns)  # fmt: skip
-    return paths, tuple(n_cells - t for t in range(turns))
+    """Every play of ``moves``: per turn every combination of the cells not yet revealed on the
+    path (ascending), prefix-major (depth-first)."""
+    paths = np.zeros((1, 0), dtype=np.int64)
+    branching = []
+    for m in moves:
+        used = np.zeros((len(paths), n_cells), dtype=bool)
+        np.put_along_axis(used, paths, True, axis=1)
+        left = np.nonzero(~used)[1].reshape(len(paths), -1)  # ascending per row
+        combos = all_masks(left.shape[1], m).astype(np.int64)
+        new = left[:, combos]  # (P, C, m)
+        prefix = np.broadcast_to(paths[:, None], new.shape[:2] + (paths.shape[1],))
+        paths = np.concatenate([prefix, new], axis=-1).reshape(-1, paths.shape[1] + m)
+        branching.append(len(combos))
+    return paths, tuple(branching)
 
 
 def control_groups(n_images: int, n_leaves: int, n_slots: int,
@@ -158,13 +196,13 @@ def slot_groups(tree: CandidateTree, control: bool, generator: torch.Generator |
     the owner (A 0, B 1) for debate, a fresh permutation per path for a control."""
     b, n_leaves, n_slots = tree.paths.shape
     if control:
-        if len(tree.moves) == 1:
+        if tree.one_sided:
             raise ValueError("controls shuffle debate plays; consultancy has none")
         if generator is None:
             raise ValueError("a control needs a generator for its permutations")
         return control_groups(b, n_leaves, n_slots, generator, tree.paths.device)
     owners = tree.owners.to(tree.paths.device)
-    if len(tree.moves) == 1:
+    if tree.one_sided:
         owners = torch.zeros_like(owners)
     return owners.expand(b, n_leaves, n_slots)
 
@@ -239,21 +277,22 @@ def rule_leaves(scores: torch.Tensor, rule: str, conditioned: bool, consultancy:
     included); last_b ``p[d_A] - max_d p[d]``. Conditioned scores (D3 / D2: the judge's score of
     A's claim given the claim inputs, ``(..., K)`` for one claim or ``(..., K, K)`` for (d_A,
     d_B)): asym as they are; sym over the K x K columns; last_b ``min_{d_B}``, so B's class
-    is chosen at the realised leaf. Consultancy takes scores as they are.
+    is chosen at the realised leaf. Consultancy (``consultancy``: a one-sided protocol) takes
+    scores as they are. The rule is read by when B names its class
+    (:attr:`debatelab.protocols.Rule.b_claims`), so a registered rule of the same kind works.
     """
-    if rule not in RULES:
-        raise ValueError(f"unknown rule {rule!r}; choose among {', '.join(RULES)}")
+    b_claims = find_rule(rule).b_claims
     if consultancy:
         return scores
     if not conditioned:
-        if rule == "asym":
+        if b_claims == "never":
             return scores
-        if rule == "sym":
+        if b_claims == "before_play":
             return (scores[..., :, None] - scores[..., None, :]).flatten(-2)
         return scores - scores.max(dim=-1, keepdim=True).values
-    if rule == "asym":
+    if b_claims == "never":
         return scores
-    if rule == "sym":
+    if b_claims == "before_play":
         return scores.flatten(-2)
     return scores.min(dim=-1).values
 
@@ -280,12 +319,23 @@ def _first_arg(x: torch.Tensor, maximize: bool) -> torch.Tensor:
     return hit.to(torch.uint8).argmax(dim=-1)  # argmax of 0/1 returns the first 1
 
 
+def _maximizers(branching: tuple[int, ...], maximize) -> tuple[bool, ...]:
+    if maximize is None:  # A, B, A, ...
+        return tuple(t % 2 == 0 for t in range(len(branching)))
+    maximize = tuple(bool(m) for m in maximize)
+    if len(maximize) != len(branching):
+        raise ValueError(f"give who maximises at each of the {len(branching)} turns, got "
+                         f"{maximize}")  # fmt: skip
+    return maximize
+
+
 def solve_tree(leaves: torch.Tensor, branching: tuple[int, ...], rule: str,
-               n_classes: int = 10) -> SampledPlay:  # fmt: skip
-    """Exact minimax of every image's sampled tree, ties to the first index.
+               n_classes: int = 10, maximize=None) -> SampledPlay:  # fmt: skip
+    """Exact minimax of every image's sampled tree, ties to the first index (:data:`TIE_RULE`).
 
     ``leaves`` ``(B, L, n_columns)`` from :func:`rule_leaves` (L = prod(branching), leaves in
-    depth-first order). A maximises at even turns, B minimises at odd ones. The claim column is
+    depth-first order). ``maximize[t]``: whether the player of turn t maximises (A) or
+    minimises (B), from the protocol (:attr:`CandidateTree.maximize`); default A, B, A, .... The claim column is
     the first argmax of the root values (under sym: ``max_{d_A} min_{d_B}`` over the K x K
     columns); consultancy (one turn) takes the first argmax over (mask, class), mask-major.
     """
@@ -299,13 +349,14 @@ def solve_tree(leaves: torch.Tensor, branching: tuple[int, ...], rule: str,
         return SampledPlay(claim, None, leaf, leaves[rows, leaf, claim])
     # node values per level, columns in front: values[t] is (B, n_columns, *branching[:t])
     tree = leaves.transpose(1, 2).reshape((b, n_columns) + tuple(branching))
+    maximize = _maximizers(branching, maximize)
     values = [tree]
     for t in reversed(range(len(branching))):
         v = values[0]
-        values.insert(0, v.amax(dim=-1) if t % 2 == 0 else v.amin(dim=-1))
+        values.insert(0, v.amax(dim=-1) if maximize[t] else v.amin(dim=-1))
     root = values[0]  # (B, n_columns)
     b_claim = None
-    if rule == "sym":
+    if find_rule(rule).pair_columns:
         grid = root.reshape(b, n_classes, n_classes)
         claim = _first_arg(grid.amin(dim=-1), maximize=True)
         b_claim = _first_arg(grid[rows, claim], maximize=False)
@@ -316,12 +367,13 @@ def solve_tree(leaves: torch.Tensor, branching: tuple[int, ...], rule: str,
     index = torch.zeros(b, dtype=torch.long, device=leaves.device)
     for t, n in enumerate(branching):  # descend: index is the node's rank among its level
         children = node[t].reshape(b, -1, n)[rows, index]
-        index = index * n + _first_arg(children, maximize=t % 2 == 0)
+        index = index * n + _first_arg(children, maximize=maximize[t])
     return SampledPlay(claim, b_claim, index, tree.reshape(b, n_columns, -1)[rows, column, index])
 
 
 def solve_tree_policy(leaves: torch.Tensor, branching: tuple[int, ...], rule: str,
-                      policies, generator: torch.Generator, n_classes: int = 10) -> SampledPlay:  # fmt: skip
+                      policies, generator: torch.Generator, n_classes: int = 10,
+                      maximize=None) -> SampledPlay:  # fmt: skip
     """Play of every image's sampled tree under rank policies (quantilised debaters), through
     the game core's reducer (:func:`.core.solve` on :func:`.core.sampled_tree`).
 
@@ -337,6 +389,10 @@ def solve_tree_policy(leaves: torch.Tensor, branching: tuple[int, ...], rule: st
     from .core import sampled_tree, solve
 
     b, n_leaves, n_columns = leaves.shape
+    maximize = _maximizers(branching, maximize)
+    if any(m != (t % 2 == 0) for t, m in enumerate(maximize)):
+        raise ValueError("quantilised debaters need alternating turns (A, B, A, ...): the game "
+                         f"core's sampled tree alternates players; this protocol plays {maximize}")  # fmt: skip
     if len(policies) != len(branching):
         raise ValueError(f"give one rank policy per turn ({len(branching)}), got {len(policies)}")
     game = sampled_tree(branching)
@@ -345,7 +401,7 @@ def solve_tree_policy(leaves: torch.Tensor, branching: tuple[int, ...], rule: st
     root = torch.from_numpy(solution.root_value[..., 0])  # (B, columns)
     rows = torch.arange(b)
     b_claim = None
-    if rule == "sym" and len(branching) > 1:
+    if find_rule(rule).pair_columns and len(branching) > 1:
         grid = root.reshape(b, n_classes, n_classes)
         claim = _first_arg(grid.amin(dim=-1), maximize=True)
         b_claim = _first_arg(grid[rows, claim], maximize=False)

@@ -24,9 +24,12 @@ from ..geometry import LabelledMasks
 from ..interfaces import ClaimJudge
 from ..policies import TopK
 from ..progress import progress as progress_bar
+from ..protocols import Protocol
+from ..protocols import rule as find_rule
 from .sampled import (
-    PROTOCOL_MOVES,
     CandidateTree,
+    _exact_paths,
+    cell_protocol,
     exact_tree,
     fold_symbols,
     group_codes,
@@ -41,7 +44,15 @@ from .sampled import (
 
 SEARCHES = ("sampled", "exact")
 SCORERS = ("batched", "factorised")
-PROTOCOL_OF_MOVES = {moves: name for name, moves in PROTOCOL_MOVES.items()}
+
+
+def __getattr__(name: str):
+    """``PROTOCOL_OF_MOVES``, the old name: each cell protocol by its cells per turn."""
+    if name == "PROTOCOL_OF_MOVES":
+        from ..protocols import protocol, protocol_names
+
+        return {protocol(n).moves: n for n in protocol_names("cells")}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -63,45 +74,75 @@ class Play:
     a judge that reads bits; else None."""
 
 
-def family_of(protocol: str, control: bool) -> str:
-    """The input groups a judge of these plays reads: consultancy, debate or control."""
-    if control and protocol == "consultancy":
-        raise ValueError("controls shuffle debate plays; consultancy has none")
-    return "control" if control else ("consultancy" if protocol == "consultancy" else "debate")
+def family_of(protocol: str | Protocol, control: bool) -> str:
+    """The input groups a judge of these plays reads: consultancy (a one-sided protocol: one
+    group), debate (A's cells, B's cells) or control (every revealed cell its own group, in a
+    fresh order per play)."""
+    proto = cell_protocol(protocol)
+    if control and proto.one_sided:
+        raise ValueError(f"controls shuffle debate plays; {proto.name} has none (only A moves)")
+    return "control" if control else ("consultancy" if proto.one_sided else "debate")
 
 
-def check_judge(judge: ClaimJudge, protocol: str, rule: str, control: bool) -> None:
-    """The judge must read the inputs of this protocol family (and, for D3 / D2, of this rule)."""
-    family = family_of(protocol, control)
+def claims_read(protocol: str | Protocol, rule: str) -> int:
+    """Classes named in a game of ``protocol`` under ``rule``: A's claim alone (one-sided, or B
+    names none), or A's and B's."""
+    proto = cell_protocol(protocol)
+    return 1 if proto.one_sided or find_rule(rule).b_claims == "never" else 2
+
+
+def check_judge(judge: ClaimJudge, protocol: str | Protocol, rule: str, control: bool) -> None:
+    """The judge must read the inputs of this protocol family (and, when it reads the claims,
+    as many class queries as the rule names)."""
+    proto = cell_protocol(protocol)
+    family = family_of(proto, control)
     if judge.family != family:
-        raise ValueError(f"this judge reads {judge.family} inputs; {protocol}"
+        raise ValueError(f"this judge reads {judge.family} inputs; {proto.name}"
                          f"{' control' if control else ''} plays give {family} inputs")  # fmt: skip
-    want = 1 if protocol == "consultancy" or rule == "asym" else 2  # d_A, or d_A and d_B
+    want = claims_read(proto, rule)  # d_A, or d_A and d_B
     if judge.conditioned and judge.n_queries != want:
         raise ValueError(f"this {judge.design} judge reads {judge.n_queries} class one-hot(s); "
-                         f"{protocol} under {rule} needs {want}")  # fmt: skip
+                         f"{proto.name} under {rule} needs {want}")  # fmt: skip
 
 
-def family_universe(family: str, n_cells: int) -> LabelledMasks:
-    """Every input a judge of this protocol family can see: the masks of 4 cells
-    (consultancy), their splits into A's 2 and B's 2 (debate, both 2 and 4 turns: the judge
-    reads A's and B's cells, not the order), or every assignment of the 4 cells to 4 groups
-    (control)."""
+def family_universe(family: str, n_cells: int, a_cells: int = 2, b_cells: int = 2) -> LabelledMasks:
+    """Every input a judge of this protocol family can see: the masks of ``a_cells + b_cells``
+    cells (consultancy), their splits into A's ``a_cells`` and B's ``b_cells`` (debate: the
+    judge reads A's and B's cells, not the order), or every assignment of the cells to as many
+    groups (control). The default 2 + 2 is the seed protocols'; :func:`protocol_universe`
+    derives them from a protocol."""
+    total = a_cells + b_cells
     if family == "consultancy":
-        return LabelledMasks.masks(n_cells, 4)
+        return LabelledMasks.masks(n_cells, total)
     if family == "debate":
-        return LabelledMasks.splits(n_cells, 2, 2)
+        return LabelledMasks.splits(n_cells, a_cells, b_cells)
     if family == "control":
-        return LabelledMasks.permuted(n_cells, 4)
+        return LabelledMasks.permuted(n_cells, total)
     raise ValueError(f"unknown protocol family {family!r}")
 
 
+def protocol_universe(protocol: str | Protocol, control: bool, n_cells: int) -> LabelledMasks:
+    """Every input a judge of ``protocol``'s plays can see, from the cells each player reveals
+    (:meth:`debatelab.protocols.Protocol.reveals_of`)."""
+    proto = cell_protocol(protocol)
+    return family_universe(family_of(proto, control), n_cells, proto.reveals_of("A"),
+                           proto.reveals_of("B"))  # fmt: skip
+
+
+def tree_universe(tree: CandidateTree, family: str, n_cells: int) -> LabelledMasks:
+    """The universe of a tree's plays as a judge of ``family`` reads them."""
+    a = sum(m for p, m in zip(tree.turn_players, tree.moves, strict=True) if p == "A")
+    return family_universe(family, n_cells, a, sum(tree.moves) - a)
+
+
 @lru_cache(maxsize=4)
-def _shared_index(moves: tuple[int, ...], family: str, n_cells: int) -> torch.Tensor:
+def _shared_index(moves: tuple[int, ...], players: tuple[str, ...], family: str,
+                  n_cells: int) -> torch.Tensor:  # fmt: skip
     """Universe index of every leaf of the exact tree when the groups are the players'."""
-    tree = exact_tree(PROTOCOL_OF_MOVES[moves], 1, n_cells)
+    paths, branching = _exact_paths(moves, n_cells)
+    tree = CandidateTree(torch.from_numpy(paths)[None], branching, moves, players)
     groups = slot_groups(tree, control=False)
-    index = family_universe(family, n_cells).rank(tree.paths[0].numpy(), groups[0].numpy())
+    index = tree_universe(tree, family, n_cells).rank(tree.paths[0].numpy(), groups[0].numpy())
     return torch.from_numpy(index)
 
 
@@ -125,18 +166,19 @@ def tree_scores(judge: ClaimJudge, images: torch.Tensor, tree: CandidateTree,
         raise ValueError(f"unknown scorer {scorer!r}; available: {', '.join(SCORERS)}")
     b, n_leaves = tree.paths.shape[:2]
     if search == "sampled" and scorer == "factorised":
-        universe = family_universe(judge.family, judge.n_cells)
+        universe = tree_universe(tree, judge.family, judge.n_cells)
         index = universe.rank(tree.paths.cpu().numpy(), groups.cpu().numpy())
         with torch.no_grad():
             return judge.universe_scores(images, universe, torch.from_numpy(index).to(
                 images.device)).float()  # fmt: skip
     if search == "exact":
-        universe = family_universe(judge.family, judge.n_cells)
+        universe = tree_universe(tree, judge.family, judge.n_cells)
         if judge.family == "control":
             index = universe.rank(tree.paths.cpu().numpy(), groups.cpu().numpy())
             index = torch.from_numpy(index)
         else:
-            index = _shared_index(tree.moves, judge.family, judge.n_cells).expand(b, n_leaves)
+            index = _shared_index(tree.moves, tree.turn_players, judge.family,
+                                  judge.n_cells).expand(b, n_leaves)  # fmt: skip
         with torch.no_grad():
             every = judge.universe_scores(images, universe).float()  # (B, U, ...)
         rows = torch.arange(b, device=every.device)[:, None]
@@ -150,7 +192,8 @@ def tree_scores(judge: ClaimJudge, images: torch.Tensor, tree: CandidateTree,
     return scores.reshape((b, n_leaves) + scores.shape[1:])
 
 
-def play(judge: ClaimJudge, images: torch.Tensor, protocol: str, rule: str, control: bool,
+def play(judge: ClaimJudge, images: torch.Tensor, protocol: str | Protocol, rule: str,
+         control: bool,
          generator: torch.Generator, budget: int = 1296, autocast: bool = False,
          capability: int | None = None, search: str = "sampled",
          branching: tuple[int, ...] | None = None, scorer: str = "batched") -> Play:  # fmt: skip
@@ -168,42 +211,46 @@ def play(judge: ClaimJudge, images: torch.Tensor, protocol: str, rule: str, cont
     quantilisers at every turn (the rank policies of the frozen sweep; the play is drawn from
     their weights); None (the published anchor) is exact play with ties to the first index.
     ``scorer`` scores a sampled tree's leaves (:func:`tree_scores`). An unknown ``search`` or
-    ``scorer`` is refused by :func:`tree_scores`."""
+    ``scorer`` is refused by :func:`tree_scores`. ``protocol``: any registered cell protocol
+    (:mod:`debatelab.protocols`); who maximises at each turn is its players'."""
+    proto = cell_protocol(protocol)
+    b_claims = find_rule(rule).b_claims
     b, n_cells = len(images), judge.n_cells
     bits = getattr(judge, "n_bits", 0)
     if search == "exact" and bits:
         raise ValueError("the exact search does not take the argument channel; use sampled")
     if search == "exact" and b > 1:  # a universe of scores per image: one at a time
-        parts = [play(judge, images[i : i + 1], protocol, rule, control, generator, budget,
+        parts = [play(judge, images[i : i + 1], proto, rule, control, generator, budget,
                       autocast, capability, search) for i in range(b)]  # fmt: skip
         return Play(*(None if getattr(parts[0], f) is None
                       else torch.cat([getattr(q, f) for q in parts])
                       for f in ("codes", "claim", "b_claim", "queries", "value")))  # fmt: skip
     if search == "exact":
-        tree = exact_tree(protocol, b, n_cells, generator.device)
+        tree = exact_tree(proto, b, n_cells, generator.device)
     else:
-        tree = sample_tree(protocol, b, generator, n_cells, budget, generator.device, branching)
+        tree = sample_tree(proto, b, generator, n_cells, budget, generator.device, branching)
     groups = slot_groups(tree, control, generator)  # drawn where the generator lives
     scores = tree_scores(judge, images, tree, groups, search, autocast, scorer)  # (B, L, [G,] ...)
-    leaves = rule_leaves(scores, rule, judge.conditioned, protocol == "consultancy")
+    leaves = rule_leaves(scores, rule, judge.conditioned, proto.one_sided)
     moves = tree.branching
     if bits:
-        alphabets = symbol_alphabets(protocol)
+        alphabets = symbol_alphabets(proto)
         if 2**bits != prod(alphabets):
-            raise ValueError(f"{protocol} plays carry {prod(alphabets)} codewords; this judge "
+            raise ValueError(f"{proto.name} plays carry {prod(alphabets)} codewords; this judge "
                              f"reads {bits} bits ({2**bits})")  # fmt: skip
         leaves, moves = fold_symbols(leaves, tree.branching, alphabets)
     if capability is None:
-        solved = solve_tree(leaves, moves, rule, judge.n_classes)
+        solved = solve_tree(leaves, moves, rule, judge.n_classes, tree.maximize)
     else:
         policies = [TopK(capability)] * len(moves)
-        solved = solve_tree_policy(leaves, moves, rule, policies, generator, judge.n_classes)
+        solved = solve_tree_policy(leaves, moves, rule, policies, generator, judge.n_classes,
+                                   tree.maximize)  # fmt: skip
     rows = torch.arange(b, device=images.device)
     leaf, codeword = solved.leaf, None
     if bits:
         leaf, codeword = unfold_leaf(solved.leaf, tree.branching, alphabets)
     b_claim = solved.b_claim
-    if rule == "last_b" and judge.conditioned and protocol != "consultancy":
+    if b_claims == "after_play" and judge.conditioned and not proto.one_sided:
         at_leaf = scores[rows, leaf] if codeword is None else scores[rows, leaf, codeword]
         at_leaf = at_leaf[rows, solved.claim]  # (B, K): B's class minimises belief
         b_claim = (at_leaf == at_leaf.min(dim=-1, keepdim=True).values).to(torch.uint8).argmax(-1)
@@ -269,9 +316,9 @@ def evaluate_trained_judge(judge: ClaimJudge, images: torch.Tensor, labels, *,
     ``images`` ``(N, C, S, S)`` (preprocessed) with ``labels`` ``(N,)``: per batch of ``batch``
     images, a fresh sampled tree, the exact search in eval mode, then one fp32 forward on the
     realised play (``capability``: top-k quantilised debaters, see :func:`play`; ``scorer``:
-    see :func:`realised_plays`). D1 has no
-    belief (it never reads a claim; its consultancy claim is the
-    class at the chosen mask); D2 has no judge accuracy (one logit: belief only)."""
+    see :func:`realised_plays`). A judge that reads no claim (D1) has no belief (its
+    consultancy claim is the class at the chosen mask); a ``binary`` judge (D2: one logit,
+    P(A's claim is right)) has no judge accuracy, belief only."""
     sums = {"selection": 0.0, "judge": 0.0, "belief": 0.0}
     for _, y, p, logits in realised_plays(
         judge, images, labels, protocol=protocol, rule=rule, control=control, search=search,
@@ -279,7 +326,7 @@ def evaluate_trained_judge(judge: ClaimJudge, images: torch.Tensor, labels, *,
         branching=branching, scorer=scorer,
     ):  # fmt: skip
         sums["selection"] += (p.claim == y).sum().item()
-        if judge.design == "D2":
+        if judge.binary:
             sums["belief"] += torch.sigmoid(logits[:, 0]).sum().item()
         else:
             sums["judge"] += (logits.argmax(dim=-1) == y).sum().item()
@@ -288,9 +335,9 @@ def evaluate_trained_judge(judge: ClaimJudge, images: torch.Tensor, labels, *,
                 sums["belief"] += torch.softmax(logits, -1)[rows, p.claim].sum().item()
     n = len(images)
     out = {"selection_accuracy": sums["selection"] / n}
-    if judge.design != "D2":
+    if not judge.binary:
         out["judge_accuracy"] = sums["judge"] / n
-    if judge.conditioned and judge.design != "D1":
+    if judge.conditioned:
         out["belief"] = sums["belief"] / n
     out["n_images"] = n
     return out

@@ -34,172 +34,45 @@ from torch import nn
 from ..codewords import codeword_bits
 from ..data import check_variant, data_revision
 from ..geometry import Grid, LabelledMasks
+from ..protocols import protocol as find_protocol
+from ..protocols import rule as find_rule
 from ..resume import settings_key
 from .allmask import factorised_outputs
-from .cnn import JudgeCNN, default_widths
+from .cnn import ClaimJudgeCNN  # noqa: F401  (its old home)
+from .designs import _D1_KEYS, _D3_KEYS, JudgeDesign, design_names, design_of_tag  # noqa: F401
+from .designs import design as find_design
 
-DESIGNS = ("D1", "D3", "D2")
-#: Designs an :class:`OnPolicyJudge` holds: the three of the trained-judge sweep and ``bit``, the
-#: argument channel's D3-style judge (§4: a 3 x 64 head that may read 4 raw bits).
-ALL_DESIGNS = DESIGNS + ("bit",)
+
+def __getattr__(name: str):
+    """``DESIGNS`` (the sweeps' designs) and ``ALL_DESIGNS`` (every registered design), the old
+    names, read from :data:`.designs.JUDGE_DESIGNS`."""
+    if name == "DESIGNS":
+        return design_names(sweep=True)
+    if name == "ALL_DESIGNS":
+        return design_names()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 #: Rule names in the published file names.
 RULE_FILE_NAMES = {"asym": "asym", "sym": "sym", "last_b": "lastdig"}
+#: Turns in the published file names of the study's debates.
+PUBLISHED_TURNS = {"debate2": "2", "debate4": "4"}
 #: Input channel groups per protocol family.
 GROUPS = {"consultancy": 1, "debate": 2, "control": 4}
 
 
-class ClaimJudgeCNN(nn.Module):
-    """Designs D3 (``n_out = 10``), D2 (``n_out = 1``) and the argument channel's judge (``bit``):
-    trunk, projection, a head that reads the class queries (and ``n_bits`` raw bits).
-
-    The head is ``depth`` x [Linear ``hidden`` - ReLU - Dropout] then Linear ``n_out`` on
-    ``[projection, onehot(d_A)(, onehot(d_B))(, bits)]``: D3 / D2 have depth 1 and dropout 0.3,
-    the bit judge depth 3 and dropout 0.1. With no queries and no bits it is a plain classifier
-    (the channel experiment's gold and random-mask baselines)."""
-
-    def __init__(self, in_channels: int, n_queries: int, n_out: int = 10, widths=(32, 32),
-                 image_size: int = 18, projection: int = 64, hidden: int = 64,
-                 n_classes: int = 10, dropout: float = 0.3, n_bits: int = 0,
-                 depth: int = 1):  # fmt: skip
-        super().__init__()
-        c1, c2 = widths
-        self.in_channels, self.n_queries, self.n_out = in_channels, n_queries, n_out
-        self.n_classes, self.image_size, self.widths = n_classes, image_size, (c1, c2)
-        self.n_bits = n_bits
-        final = (image_size // 2) // 2
-        self.conv1 = nn.Conv2d(in_channels, c1, 3, padding=1)
-        self.conv2 = nn.Conv2d(c1, c2, 3, padding=1)
-        self.pool = nn.MaxPool2d(2)
-        self.project = nn.Linear(c2 * final * final, projection)
-        self.fc1 = nn.Linear(projection + n_queries * n_classes + n_bits, hidden)
-        self.deeper = nn.ModuleList(nn.Linear(hidden, hidden) for _ in range(depth - 1))
-        self.dropout = nn.Dropout(dropout)
-        self.fc2 = nn.Linear(hidden, n_out)
-
-    def trunk(self, x: torch.Tensor) -> torch.Tensor:
-        """The conv trunk: ``(B, C, S, S)`` to ``(B, c2, S//4, S//4)``."""
-        x = self.pool(torch.relu(self.conv1(x)))
-        return self.pool(torch.relu(self.conv2(x)))
-
-    def features(self, x: torch.Tensor) -> torch.Tensor:
-        """``(B, C, S, S)`` to the projected features ``(B, projection)``."""
-        return torch.relu(self.project(self.trunk(x).flatten(1)))
-
-    def last_hidden(self, pre: torch.Tensor, buffers: list | None = None) -> torch.Tensor:
-        """The input of the last layer from the head's first pre-activation ``(..., hidden)``
-        (its ReLU in place); with ``buffers`` (one ``(rows, hidden)`` per deeper layer, no
-        gradient) the deeper layers write into them instead of fresh tensors."""
-        h = self.dropout(pre.relu_())
-        for i, layer in enumerate(self.deeper):
-            if buffers is None:
-                h = layer(h)
-            else:
-                w, b = layer.weight.to(h.dtype), layer.bias.to(h.dtype)
-                h = torch.addmm(b, h, w.T, out=buffers[i])
-            h = self.dropout(h.relu_())
-        return h
-
-    def after_first(self, pre: torch.Tensor) -> torch.Tensor:
-        """Logits from the head's first pre-activation ``(..., hidden)``."""
-        return self.fc2(self.last_hidden(pre))
-
-    def head(self, features: torch.Tensor, queries: torch.Tensor | None = None,
-             bits: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
-        """Logits ``(..., n_out)`` of features ``(..., P)``, class queries ``(..., n_queries)``
-        (d_A first) and bits ``(..., n_bits)`` (0/1 floats)."""
-        parts = [features]
-        if self.n_queries:
-            parts.append(F.one_hot(queries, self.n_classes).to(features.dtype).flatten(-2))
-        if self.n_bits:
-            if bits is None or bits.shape[-1] != self.n_bits:
-                raise ValueError(f"this judge reads {self.n_bits} bits per play; pass them")
-            parts.append(bits.to(features.dtype))
-        return self.after_first(self.fc1(torch.cat(parts, dim=-1)))
-
-    @torch.no_grad()
-    def query_scores(self, features: torch.Tensor) -> torch.Tensor:
-        """The search's leaf score (no gradient) of every class query (and every codeword) at
-        once: ``(B, [G,] K)`` (one query) or ``(B, [G,] K, K)`` (d_A, d_B), G = 2 ** n_bits
-        codewords when the judge reads bits. D3 / bit: the head's softmax at d_A; D2: the
-        sigmoid of its logit. The first layer is linear, so each one-hot (and each codeword's
-        bits) adds a column of its weight to the features' shared pre-activation; one query of
-        A at a time keeps the work in plain matrix products (about 3x faster than one (B, K, K,
-        H) tensor)."""
-        k, p = self.n_classes, features.shape[-1]
-        w = self.fc1.weight
-        base = torch.addmm(self.fc1.bias, features, w[:, :p].T)  # (B, H)
-        w_a = w[:, p : p + k].T.contiguous()  # a transposed view would make every sum strided
-        w_b = w[:, p + k : p + 2 * k].T.contiguous() if self.n_queries == 2 else None
-        if self.n_bits:  # every codeword: (B, G, H)
-            col = p + self.n_queries * k
-            words = codeword_bits(torch.arange(2**self.n_bits), self.n_bits).to(features)
-            base = base[:, None, :] + (words @ w[:, col : col + self.n_bits].T)[None]
-        lead = base.shape[:-1]
-        shape = lead + ((k,) if w_b is None else (k, k))
-        out = torch.empty(shape, device=features.device, dtype=torch.float32)
-        dtype, rows = base.dtype, base[..., 0].numel() * (1 if w_b is None else k)
-        # every intermediate goes into buffers allocated once: a fresh multi-megabyte tensor
-        # per op costs more in page faults than the op itself (2-3x on CPU)
-        pre = torch.empty(rows, base.shape[-1], device=base.device, dtype=dtype)
-        deeper = [torch.empty(rows, layer.out_features, device=base.device, dtype=dtype)
-                  for layer in self.deeper]  # fmt: skip
-        logits = torch.empty(self.n_out, rows, device=base.device, dtype=dtype)
-        w_out, b_out = self.fc2.weight.to(dtype), self.fc2.bias.to(dtype)[:, None]
-        for d_a in range(k):
-            if w_b is None:
-                torch.add(base.reshape(rows, -1), w_a[d_a].to(dtype), out=pre)
-            else:  # every d_B: (..., K_B, H)
-                torch.add(base[..., None, :], (w_b + w_a[d_a]).to(dtype),
-                          out=pre.view(lead + (k, -1)))  # fmt: skip
-            h = self.last_hidden(pre, deeper)
-            # logits transposed, (n_out, rows): the softmax then reduces across 10 long rows,
-            # several times faster on CPU than across each row's 10 entries
-            scores = torch.addmm(b_out, w_out, h.T, out=logits).float()
-            if self.n_out == 1:
-                score = scores[0].sigmoid_()
-            else:
-                e = scores.sub_(scores.amax(dim=0)).exp_()
-                score = e[d_a].div_(e.sum(dim=0))
-            out.select(len(lead), d_a).copy_(score.view(lead + shape[len(lead) + 1 :]))
-        return out
-
-    def forward(self, x: torch.Tensor, queries: torch.Tensor | None = None,
-                bits: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
-        return self.head(self.features(x), queries, bits)
-
-    def config(self) -> dict:
-        return {"in_channels": self.in_channels, "n_queries": self.n_queries,
-                "n_out": self.n_out, "widths": list(self.widths),
-                "image_size": self.image_size, "projection": self.project.out_features,
-                "hidden": self.fc1.out_features, "n_classes": self.n_classes,
-                "dropout": self.dropout.p, "n_bits": self.n_bits,
-                "depth": 1 + len(self.deeper)}  # fmt: skip
+def n_queries(design: str | JudgeDesign, rule: str, protocol: str) -> int:
+    """Class one-hots the head of ``design`` reads (:meth:`.designs.JudgeDesign.queries`): none
+    for D1; d_A for consultancy and asym; d_A and d_B for sym and last_b."""
+    return find_design(design).queries(protocol, rule)
 
 
-def n_queries(design: str, rule: str, protocol: str) -> int:
-    """Class one-hots the head reads: none for D1; d_A for consultancy and asym; d_A and d_B for
-    sym and last_b."""
-    if design == "D1":
-        return 0
-    return 1 if protocol == "consultancy" or rule == "asym" else 2
-
-
-def make_model(design: str, channels: int, groups: int, queries: int, image_size: int = 18,
-               n_bits: int = 0):  # fmt: skip
-    """A fresh model of ``design`` for ``channels``-channel images in ``groups`` groups (the bit
-    design reads ``n_bits`` raw bits in its head; 0 for a nested control or a baseline)."""
-    if design not in ALL_DESIGNS:
-        raise ValueError(f"unknown judge design {design!r}; choose among {', '.join(ALL_DESIGNS)}")
-    if n_bits and design != "bit":
-        raise ValueError(f"only the bit design reads bits, not {design}")
-    if design == "D1":
-        return JudgeCNN(channels * groups, default_widths(channels), image_size)
-    widths = (32, 32) if channels == 1 else (64, 64)  # CIFAR doubles the widths
-    if design == "bit":  # §4: 3 x [Linear 64, ReLU, Dropout 0.1] -> Linear 10
-        return ClaimJudgeCNN(channels * groups, queries, 10, widths, image_size, dropout=0.1,
-                             n_bits=n_bits, depth=3)  # fmt: skip
-    return ClaimJudgeCNN(channels * groups, queries, 10 if design == "D3" else 1, widths,
-                         image_size)  # fmt: skip
+def make_model(design: str | JudgeDesign, channels: int, groups: int, queries: int,
+               image_size: int = 18, n_bits: int = 0):  # fmt: skip
+    """A fresh model of ``design`` for ``channels``-channel images in ``groups`` groups (a design
+    that reads bits takes ``n_bits`` raw bits in its head; 0 for a nested control or a
+    baseline): :meth:`.designs.JudgeDesign.build`."""
+    return find_design(design).build(channels, groups, queries, image_size, n_bits)
 
 
 def encode(images: torch.Tensor, codes: torch.Tensor, groups: int, grid: Grid) -> torch.Tensor:
@@ -232,8 +105,7 @@ class OnPolicyJudge:
     evaluations: int = 0
 
     def __post_init__(self):
-        if self.design not in ALL_DESIGNS:
-            raise ValueError(f"unknown judge design {self.design!r}; choose among {ALL_DESIGNS}")
+        self.spec = find_design(self.design)
         if self.family not in GROUPS:
             raise ValueError(
                 f"unknown protocol family {self.family!r}; choose among {list(GROUPS)}"
@@ -257,6 +129,11 @@ class OnPolicyJudge:
     def conditioned(self) -> bool:
         """Whether the judge reads the claim (D3, D2, the bit judges of the arms)."""
         return self.n_queries > 0
+
+    @property
+    def binary(self) -> bool:
+        """One logit, P(A's claim is right) (D2): a belief, no class prediction."""
+        return self.spec.binary
 
     @property
     def n_queries(self) -> int:
@@ -285,34 +162,26 @@ class OnPolicyJudge:
         out = []
         for i in range(0, len(values), self.max_batch):
             x = self.inputs(values[i : i + self.max_batch], mask[i : i + self.max_batch])
-            if self.design == "D1":
-                out.append(self.model(x))
-                continue
             q = None if claims is None else claims[i : i + self.max_batch]
             bits = None
             if self.n_bits:
                 bits = codeword_bits(codewords[i : i + self.max_batch], self.n_bits).to(x)
-            out.append(self.model(x, q, bits))
+            out.append(self.spec.forward(self.model, x, q, bits))
         self.evaluations += len(values)
         return torch.cat(out)
 
     @property
     def first_linear(self) -> nn.Linear:
         """The layer that reads the conv trunk (D1: fc1; D3 / D2: the projection)."""
-        return self.model.fc1 if self.design == "D1" else self.model.project
+        return self.spec.first_linear(self.model)
 
     def _trunk(self, x: torch.Tensor) -> torch.Tensor:
-        return self.model.features(x) if self.design == "D1" else self.model.trunk(x)
+        return self.model.trunk(x)
 
     def scores_from_hidden(self, h: torch.Tensor) -> torch.Tensor:
         """Claim scores (as :meth:`claim_scores`) from the first linear layer's pre-activation
-        ``h (n, H)``: the network after its conv trunk."""
-        if self.design == "D1":
-            logits = self.model.fc2(self.model.dropout(torch.relu(h)))
-            return torch.softmax(logits.float(), dim=-1)
-        if not self.conditioned:  # a plain classifier of the bit family (the baselines)
-            return torch.softmax(self.model.head(torch.relu(h)).float(), dim=-1)
-        return self.model.query_scores(torch.relu(h))
+        ``h (n, H)``: the network after its conv trunk (the design's factorised scorer)."""
+        return self.spec.scores_from_hidden(self.model, h)
 
     def _chunk(self) -> int:
         """Plays per chunk: two queries score K x K head rows per play, bits 2 ** n_bits times
@@ -353,13 +222,14 @@ class OnPolicyJudge:
 
 def published_seed(design: str, protocol: str, rule: str, control: bool) -> int:
     """The seed of §5: D1 consultancy 0, then ``1 + 10 r + k``; D3 / D2 consultancy 0, then
-    ``1 + 4 r + k``; r indexes (asym, sym, last_b) and k (2-turn debate, 4-turn debate,
-    2-turn control, 4-turn control)."""
-    if protocol == "consultancy":
+    ``1 + 4 r + k`` (the design's ``seed_stride``); r indexes (asym, sym, last_b) and k (2-turn
+    debate, 4-turn debate, 2-turn control, 4-turn control). A protocol the study did not run
+    takes the seed of the 4-turn debate (its tree differs); a one-sided one consultancy's 0."""
+    if find_protocol(protocol).one_sided:
         return 0
     r = ("asym", "sym", "last_b").index(rule)
     k = (0 if protocol == "debate2" else 1) + (2 if control else 0)
-    return 1 + 10 * r + k if design == "D1" else 1 + 4 * r + k
+    return 1 + find_design(design).seed_stride * r + k
 
 
 @dataclass
@@ -369,11 +239,13 @@ class OnPolicyConfig:
     family: ClassVar[str] = "onpolicy"
 
     design: str = "D1"
-    """Judge design: D1 (never sees a class), D3 (reads the claims), D2 (P(claim correct))."""
+    """Judge design (:data:`.designs.JUDGE_DESIGNS`): D1 (never sees a class), D3 (reads the
+    claims), D2 (P(claim correct)), bit (the argument channel)."""
     variant: str = "mnist"
     """Dataset variant."""
     protocol: str = "debate2"
-    """consultancy, debate2 or debate4."""
+    """A cell protocol of :mod:`debatelab.protocols`: consultancy, debate2, debate4, debate3,
+    consult_rebut, ..."""
     rule: str = "asym"
     """asym, sym or last_b (consultancy: asym)."""
     control: bool = False
@@ -414,17 +286,13 @@ class OnPolicyConfig:
     nested control see the same batches and candidates); None: ``seed`` seeds everything."""
 
     def __post_init__(self):
-        if self.design not in ALL_DESIGNS:
-            raise ValueError(f"unknown judge design {self.design!r}; choose among {ALL_DESIGNS}")
-        if self.protocol not in ("consultancy", "debate2", "debate4"):
-            raise ValueError(f"unknown protocol {self.protocol!r}; choose consultancy, debate2 "
-                             "or debate4")  # fmt: skip
-        if self.control and self.protocol == "consultancy":
-            raise ValueError("controls shuffle debate plays; consultancy has none")
-        if self.rule not in ("asym", "sym", "last_b"):
-            raise ValueError(f"unknown rule {self.rule!r}; choose asym, sym or last_b")
-        if self.protocol == "consultancy" and self.rule != "asym":
-            raise ValueError("consultancy has no scoring rule (B never moves); leave --rule at "
+        spec = find_design(self.design)
+        proto = find_protocol(self.protocol, medium="cells")
+        if self.control and proto.one_sided:
+            raise ValueError(f"controls shuffle debate plays; {proto.name} has none")
+        find_rule(self.rule)  # an unknown rule: one error listing them
+        if proto.one_sided and self.rule != "asym":
+            raise ValueError(f"{proto.name} has no scoring rule (B never moves); leave --rule at "
                              "asym")  # fmt: skip
         if self.seed is None:
             self.seed = published_seed(self.design, self.protocol, self.rule, self.control)
@@ -434,16 +302,18 @@ class OnPolicyConfig:
             raise ValueError(f"unknown search {self.search!r}; choose sampled or exact")
         if self.epochs < 1 or self.batch_size < 1 or self.eval_batch < 1:
             raise ValueError("epochs, batch_size and eval_batch must be >= 1")
-        if self.bits and self.design != "bit":
-            raise ValueError(f"only the bit design reads the argument channel, not {self.design}")
-        if self.design == "bit":
-            want = "asym" if self.protocol == "consultancy" else "last_b"
+        if self.bits and not spec.reads_bits:
+            readers = " / ".join(n for n in design_names() if find_design(n).reads_bits)
+            raise ValueError(f"only the {readers} design reads the argument channel, not "
+                             f"{self.design}")  # fmt: skip
+        if spec.argument_channel:
+            want = "asym" if proto.one_sided else "last_b"
             if self.control or self.rule != want:
                 raise ValueError("the argument channel runs consultancy (rule asym) and debate "
                                  "under last_b, without shuffled controls (its nested control "
                                  "is bits=False)")  # fmt: skip
         if self.branching is not None:
-            turns = {"consultancy": 1, "debate2": 2, "debate4": 4}[self.protocol]
+            turns = len(proto.turns)
             self.branching = tuple(int(n) for n in self.branching)
             if len(self.branching) != turns or min(self.branching) < 1:
                 raise ValueError(
@@ -456,13 +326,16 @@ class OnPolicyConfig:
     @property
     def name(self) -> str:
         """The published file-name stem of this judge, e.g. ``debate_2turn_asym``."""
-        if self.design == "bit":
+        if find_design(self.design).argument_channel:
             masks = prod(self.branching) if self.branching else self.budget
             return f"{self.protocol}_{'bits' if self.bits else 'nobits'}_{masks}"
         if self.protocol == "consultancy":
             return "consultancy"
-        kind = "control" if self.control else "debate"
-        return f"{kind}_{self.protocol[-1]}turn_{RULE_FILE_NAMES[self.rule]}"
+        rule = RULE_FILE_NAMES.get(self.rule, self.rule)
+        if self.protocol in PUBLISHED_TURNS:  # the published stems, e.g. debate_2turn_asym
+            kind = "control" if self.control else "debate"
+            return f"{kind}_{PUBLISHED_TURNS[self.protocol]}turn_{rule}"
+        return f"{'control_' if self.control else ''}{self.protocol}_{rule}"
 
     def key(self) -> str:
         revision = data_revision(check_variant(self.variant)[0])
@@ -479,12 +352,6 @@ class OnPolicyConfig:
 
 # ---------------------------------------------------------------------------------------------
 # the published checkpoints
-
-#: state-dict key prefixes of the published notebooks -> ours.
-_D1_KEYS = {"features.0": "conv1", "features.3": "conv2", "classifier.1": "fc1",
-            "classifier.4": "fc2"}  # fmt: skip
-_D3_KEYS = {"features_net.0": "conv1", "features_net.3": "conv2", "projection.0": "project",
-            "head.0": "fc1", "head.3": "fc2"}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -516,7 +383,7 @@ def parse_published_name(path: str | os.PathLike) -> PublishedName:
     if m is None:
         raise ValueError(f"{name} is not named like a published trained judge "
                          "(e.g. debate_judge_2turn_asym_mnist.pt)")  # fmt: skip
-    design = {None: "D1", "cc": "D3", "bce": "D2"}[m["tag"]]
+    design = design_of_tag(m["tag"]).name
     protocol = "consultancy" if m["kind"] == "consultancy" else f"debate{m['turns']}"
     rule = {"lastdig": "last_b", None: "asym"}.get(m["rule"], m["rule"])
     dataset = m["data"].replace("_normalized", "-whitened")
@@ -540,7 +407,8 @@ def load_published_judge(path: str | os.PathLike, max_batch: int = 16000) -> OnP
         raise ValueError(f"{path} holds a {type(payload).__name__}, not a published judge's "
                          "state dict")  # fmt: skip
     state = payload["state_dict"] if "state_dict" in payload else payload
-    keys = _D1_KEYS if name.design == "D1" else _D3_KEYS
+    spec = find_design(name.design)
+    keys = spec.published_keys
     renamed = {}
     for key, tensor in state.items():
         prefix, _, leaf = key.rpartition(".")
@@ -554,8 +422,7 @@ def load_published_judge(path: str | os.PathLike, max_batch: int = 16000) -> OnP
     if rem:
         raise ValueError(f"{Path(path).name}: {first.shape[1]} input channels do not split "
                          f"into {groups} groups")  # fmt: skip
-    queries = n_queries(name.design, name.rule, name.protocol)
-    model = make_model(name.design, channels, groups, queries)
+    model = spec.build(channels, groups, spec.queries(name.protocol, name.rule))
     model.load_state_dict(renamed)  # strict: every key and shape must match
     model.eval()
     return OnPolicyJudge(name.design, model, name.family, name.rule, Grid(18, 6), channels,

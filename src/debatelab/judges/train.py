@@ -120,10 +120,10 @@ class TrainedJudge:
 
 
 def _make_model(config: TrainConfig, data: ImageData) -> nn.Module:
-    if config.architecture == "bit":
-        from .onpolicy import make_model
+    if config.architecture == "bit":  # the bit design's net, reading no claim and no bits
+        from .designs import design
 
-        return make_model("bit", data.in_channels, 1, 0, data.image_size)
+        return design("bit").build(data.in_channels, 1, 0, data.image_size)
     widths = config.widths or default_widths(data.in_channels)
     return JudgeCNN(data.in_channels, widths, image_size=data.image_size)
 
@@ -175,8 +175,8 @@ def load_judge(path: str | os.PathLike, family: str | None = None) -> TrainedJud
 
 
 def _model_class(name: str):
+    from .cnn import ClaimJudgeCNN
     from .mlp import PixelMLP
-    from .onpolicy import ClaimJudgeCNN
 
     classes = {"JudgeCNN": JudgeCNN, "ClaimJudgeCNN": ClaimJudgeCNN, "PixelMLP": PixelMLP}
     if name not in classes:
