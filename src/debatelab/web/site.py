@@ -26,6 +26,7 @@ from ..games.pixels import PixelRules, liar_games
 from ..judges.export import export_onnx
 from ..output_folders import check_output_folder, make_output_folder, move_aside
 from ..paths import cache_dir
+from ..protocols import describe, protocol, protocol_names, rule_names
 from .models import CLASSES, DemoModels
 
 STATIC = Path(__file__).parent / "static"
@@ -138,12 +139,16 @@ def _write_site(models: DemoModels, tmp: Path, ks: list[int], dist: Path, sample
         "labels": [int(v) for v in models.test_labels[:n]],
     }, separators=(",", ":")))  # fmt: skip
     agents = [a for a in AGENTS if a != "learned" or learned]
+    # the registry's cells protocols, listed as the server lists them (they play on the server)
+    protocols = [describe(protocol(n)) for n in protocol_names("cells")]
+    protocols = [p for p in protocols if p["total"] == models.reveal]
     info = {
         "static": True, "onnxruntime_web": version,
         "models": {"gold": models.gold is not None, "sparse": False, "pixel": ks,
                    "debaters": learned},
         "missing": {"sparse": "debatelab serve"}, "classes": CLASSES, "test_images": n,
-        "protocols": {}, "rules": [], "pixel_range": [min(ks), max(ks)] if ks else [0, 0],
+        "protocols": {p["name"]: p["moves"] for p in protocols},
+        "protocol_list": protocols, "rules": list(rule_names()), "pixel_range": [min(ks), max(ks)] if ks else [0, 0],
         "max_rollouts": 0, "agents": agents, "mean": list(models.mean),
         "std": list(models.std), "image_size": models.image_size, "grid": models.grid,
         "reveal": models.reveal,

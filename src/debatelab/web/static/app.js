@@ -346,7 +346,7 @@ $("reveal").addEventListener("click", () => {
 
 function playerOfTurn(g, t) {
   if (g.kind === "pixels") return g.state.movers[t];
-  return t % 2 === 0 ? "A" : "B";
+  return g.state.players[t];  // the protocol's turns say who moves
 }
 
 // While a person judges the pixel game, players go by their claims, in neutral colours, so
@@ -434,7 +434,7 @@ function render() {
     if (g.role === "judge" && !g.judged) showJudgePanel(g); else showVerdict(g);
   } else if (isHumanTurn()) {
     const what = g.kind === "pixels" ? "click a nonzero pixel of the full image"
-      : `click ${s.moves[g.turns.length]} cell(s) of the full image`;
+      : `turn ${g.turns.length + 1} of ${s.moves.length}, click ${s.moves[g.turns.length]} cell(s) of the full image`;
     setStatus(`Your move (${human}): ${what}.`);
   } else if (!app.busy) {
     setStatus(`Next: ${s.next} (AI). Press Step or Auto-play.`);
@@ -534,6 +534,35 @@ $("start").addEventListener("click", () => startDebate().catch(showError));
 $("step").addEventListener("click", () => step().catch(showError));
 $("auto").addEventListener("click", () => autoPlay());
 
+// ---------- protocols (the server's registry) ----------
+// The protocol select lists every protocol the server can play, each with its turns
+// (e.g. "A1 B2 A1": A reveals 1 cell, B 2, A 1) and summary; nothing here is hard-coded.
+function fillProtocols(info) {
+  const rows = info.protocol_list || [];
+  const sel = $("protocol");
+  sel.innerHTML = "";
+  rows.forEach((p) => {
+    const o = document.createElement("option");
+    o.value = p.name;
+    o.textContent = `${p.name} (${p.turns})`;
+    o.title = p.summary;
+    sel.appendChild(o);
+  });
+  if (rows.some((p) => p.name === "debate4")) sel.value = "debate4";
+  if (info.rules && info.rules.length) fillSelect($("rule"), info.rules, "asym");
+  describeProtocol();
+}
+function describeProtocol() {
+  const rows = (app.info && app.info.protocol_list) || [];
+  const p = rows.find((r) => r.name === $("protocol").value);
+  const box = $("protocol-summary");
+  if (!p) { box.textContent = ""; return; }
+  const turns = p.turns.split(" ").length;
+  box.textContent = `${p.summary}: ${turns} turn${turns > 1 ? "s" : ""}, A reveals ${p.per_player.A} cell${p.per_player.A === 1 ? "" : "s"}, B ${p.per_player.B}.`;
+  box.dataset.turns = p.turns;
+}
+$("protocol").addEventListener("change", describeProtocol);
+
 // ---------- start-up ----------
 // The static site offers what runs in the browser: the pixel game, its exported judges' K and
 // the agents whose models it holds.
@@ -550,6 +579,7 @@ function staticPage(info) {
   try {
     app.info = await api("/api/info");
     if (app.info.static) staticPage(app.info);
+    fillProtocols(app.info);
     fillSelect($("truth"), [...Array(10).keys()], 0);
     fillLiarChoices();
     const m = app.info.missing;
