@@ -1,0 +1,9 @@
+"""An example debatelab plug-in: each module declares one registered part.
+
+- :mod:`.segments`: the dataset variant ``segments`` (seven-segment digits it draws itself);
+- :mod:`.arithmetic`: the task ``arithmetic`` (sums with exact answers, verified on the host);
+- a judge design will go in ``judges.py`` beside them.
+
+``pyproject.toml`` names them as entry points; debatelab finds them when it is installed.
+Importing this package imports nothing else (debatelab loads each part on first use).
+"""
