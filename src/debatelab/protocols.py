@@ -18,7 +18,9 @@ A **rule** says how the judge's output at a leaf becomes A's payoff, by when B n
 Ties among equally good moves are broken by the tie rule a solver names (:data:`TIE_RULES`):
 ``shared`` splits the mass of tied options (the game core's reducer,
 :func:`debatelab.policies.tie_shared`), ``first`` takes the first index (the published anchor
-of the trained-judge study, where a judge needs one realised play per image).
+of the trained-judge study, where a judge needs one realised play per image; also A's claim and
+B's class under ``sym`` in the exact solver), ``random`` lets a tiny seeded noise decide (the
+pixel game's MCTS agents, :mod:`debatelab.games.agents`).
 """
 
 from __future__ import annotations
@@ -32,8 +34,9 @@ from .registry import Registry
 
 PLAYERS = ("A", "B")
 MEDIA = ("cells", "pixels", "text")
-#: How tied options are broken: shared mass (the core's reducer) or the first index.
-TIE_RULES = ("shared", "first")
+#: How tied options are broken: shared mass (the core's reducer), the first index, or a tiny
+#: seeded noise (the pixel game's MCTS).
+TIE_RULES = ("shared", "first", "random")
 #: The published search budget of the trained-judge study: judge evaluations per image.
 PUBLISHED_BUDGET = 1296
 

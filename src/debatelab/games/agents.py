@@ -91,6 +91,10 @@ def random_agent() -> PolicyAgent:
 
 #: The implementations of the tree search (MCTSConfig.engine).
 ENGINES = ("compiled", "reference")
+#: Tie rules (:data:`debatelab.protocols.TIE_RULES`): the rank-policy agents (greedy, random)
+#: share tied options' mass (``shared``, :func:`debatelab.policies.child_weights`); the tree
+#: search's selection adds a tiny seeded noise per level (``random``).
+TIE_RULE, MCTS_TIE_RULE = "shared", "random"
 
 
 @dataclass(frozen=True)

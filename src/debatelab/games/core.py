@@ -36,6 +36,8 @@ from ..policies import RankedPlay, RankPolicy, rank_play, require_policy
 from ..protocols import Protocol, as_protocol
 from .tables import check_game, game_tables
 
+#: The core's one tie rule (:data:`debatelab.protocols.TIE_RULES`): tied options share mass.
+TIE_RULE = "shared"
 #: Level names of a text pool, root first: proposer (max), critic (min), rebuttal player (max).
 POOL_LEVELS = ("proposals", "critiques", "rebuttals")
 

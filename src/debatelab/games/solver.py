@@ -45,7 +45,8 @@ GameSpec = Sequence[int] | Protocol | str
 #: The registered rules (live: a rule registered later is in).
 RULES = RULE_NAMES
 #: How the players' play shares tied options (the core's reducer); A's claim takes the first.
-TIE_RULE, CLAIM_TIE_RULE = TIE_RULES
+TIE_RULE, CLAIM_TIE_RULE = "shared", "first"
+assert {TIE_RULE, CLAIM_TIE_RULE} <= set(TIE_RULES)
 #: How a player ranks its options: by their value for the claim at stake (``claim``), or, in a
 #: one-turn game (consultancy), by one claim-agnostic score shared by every claim, the judge's
 #: confidence max_c p(c | mask) on the mask (``confidence``).

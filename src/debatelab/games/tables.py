@@ -62,7 +62,9 @@ class GameTables:
         return tuple(out)
 
     def player(self, t: int) -> str:
-        """``'A'`` on even turns (A moves first), ``'B'`` on odd ones."""
+        """``'A'`` on even turns (A moves first), ``'B'`` on odd ones: the players of the
+        ``moves`` form, which alternate. The tables are the same for any players; a protocol's
+        own players are :attr:`debatelab.protocols.Protocol.players`."""
         return "A" if t % 2 == 0 else "B"
 
 
