@@ -64,11 +64,11 @@ def test_the_plugin_variant_runs_the_study_end_to_end(site, tmp_path):
     and the study's tables hold its rows without a published row (it has no published
     numbers)."""
     out = tmp_path / "study"
-    _debatelab(["study", "--variants", "segments", "--images", "0:500:5", "--sweep-images",
-                "0:500:50", "--curves-images", "0:500:50", "--epochs", "2", "--workers", "1",
+    _debatelab(["study", "--variants", "segments", "--images", "0:500:10", "--sweep-images",
+                "0:500:100", "--curves-images", "0:500:100", "--epochs", "2", "--workers", "1",
                 "--quiet", "--out", str(out)], site, cwd=tmp_path)  # fmt: skip
     m = json.loads((out / "segments" / "metrics.json").read_text())
-    assert m["n_images"] == 100 and m["sweep_n_images"] == 10
+    assert m["n_images"] == 50 and m["sweep_n_images"] == 5
     assert m["gold_accuracy"] > 0.6  # the gold classifier sees whole images
     assert m["sparse_accuracy"] > 0.13  # 4 of 36 cells: well above chance (0.10)
     assert m["perfect_accuracy"] >= m["ensemble_accuracy"] >= m["sparse_accuracy"]
