@@ -65,10 +65,10 @@ def test_learned_debaters_export_one_file_per_side(tmp_path):
     from click.testing import CliRunner
 
     from debatelab.cli import main
-    from debatelab.experiments.agents import DebaterTrainConfig, load_debaters
     from debatelab.games.learned import DebaterNets, policy_inputs
     from debatelab.games.pixels import PixelRules, liar_games
     from debatelab.judges.train import TrainedJudge, cached_judge
+    from debatelab.training.debaters import DebaterTrainConfig, load_debaters
 
     cfg = DebaterTrainConfig(pixels=4, hidden=32)
     torch.manual_seed(0)

@@ -59,7 +59,7 @@ RANK = {
     "core": 0,  # policies, interfaces, geometry, configs, resume, atomic, paths, errors, ...
     "data": 1, "report": 1,
     "judges": 2, "games": 2,
-    "store": 3, "text": 3, "llm": 3,
+    "store": 3, "text": 3, "llm": 3, "training": 3,
     "experiments": 4,
     "web": 5,
     "cli": 6,
@@ -70,6 +70,9 @@ FORBIDDEN = {
     ("text", "judges"): "the text proxy takes scores, not image judges",
     ("store", "games"): "the all-mask store holds judge outputs, not games",
     ("llm", "judges"): "LLM back ends and tasks need no image judges (nor torch)",
+    ("training", "store"): "training loops take images and judges, not the all-mask store",
+    ("training", "text"): "the training loops train image judges and pixel debaters",
+    ("training", "llm"): "the training loops train image judges and pixel debaters",
 }
 
 

@@ -166,7 +166,7 @@ def test_saliency_targets_are_the_top_available_slots():
 def test_training_resumes_to_the_same_weights(tmp_path, monkeypatch):
     """A run killed in its second REINFORCE epoch and restarted ends with the weights of an
     uninterrupted run."""
-    from debatelab.experiments import agents
+    from debatelab.training import debaters as agents
 
     cfg = agents.DebaterTrainConfig(pixels=4, hidden=16, warmup_epochs=1, epochs=2,
                                     batch_size=32, plays=2, train_limit=96, curve_images="0:4",
@@ -206,7 +206,7 @@ def test_training_resumes_to_the_same_weights(tmp_path, monkeypatch):
 
 
 def test_debaters_refuse_a_judge_without_gradcam_maps():
-    from debatelab.experiments import agents
+    from debatelab.training import debaters as agents
 
     with pytest.raises(ValueError, match="Grad-CAM"):
         agents.DebaterTrainConfig(judge="mlp")

@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from debatelab.experiments.judges_train import (
+from debatelab.games import sampled_play
+from debatelab.judges.onpolicy import OnPolicyConfig, published_seed
+from debatelab.training.onpolicy import (
     get_onpolicy_judge,
     load_onpolicy_judge,
     train_onpolicy,
 )
-from debatelab.games import sampled_play
-from debatelab.judges.onpolicy import OnPolicyConfig, published_seed
 
 TINY = {"train_limit": 512, "budget": 16, "epochs": 2, "batch_size": 64,
         "eval_images": "0:10000:250", "eval_batch": 20}  # fmt: skip
@@ -74,7 +74,7 @@ def _kill_and_resume(config, mnist, tmp_path, monkeypatch, kill_at):
             raise KeyboardInterrupt
         return real_play(*args, **kwargs)
 
-    import debatelab.experiments.judges_train as module
+    import debatelab.training.onpolicy as module
 
     monkeypatch.setattr(module, "play", dying_play)
     with pytest.raises(KeyboardInterrupt):
@@ -114,7 +114,7 @@ def test_a_bits_arm_resumes_and_shares_its_draws_with_the_nested_control(
     whole = _kill_and_resume(bits, mnist, tmp_path, monkeypatch, kill_at=8 + 4)
     assert whole.history[-1]["belief"] > 0
 
-    import debatelab.experiments.judges_train as module
+    import debatelab.training.onpolicy as module
 
     states = {}
     real_play = sampled_play.play

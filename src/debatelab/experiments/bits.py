@@ -180,7 +180,7 @@ def _diagnose(cfg: OnPolicyConfig, checkpoint, data, test: range, device: str,
     """The channel diagnostics of a bits arm's final judge on a fresh pass of the ``test``
     images (its own seed, apart from the training's evaluations)."""
     from ..games.sampled_play import channel_diagnostics
-    from .judges_train import load_onpolicy_judge
+    from ..training.onpolicy import load_onpolicy_judge
 
     judge = load_onpolicy_judge(checkpoint)
     judge.model.to(device)

@@ -35,11 +35,11 @@ from ..judges.onpolicy import (
 )
 from ..options import CLUSTER, DEVICE, IMAGES, WORKERS, parse_device
 from ..progress import progress as progress_bar
-from ..protocols import protocol_names, rule_names
+from ..protocols import PUBLISHED_BUDGET, protocol_names, rule_names
 from ..reference import TRAINED_JUDGES, TRAINED_SWEEP
 from ..report.runs import RunFolder
 from ..store import parse_images
-from .judges_train import PRESETS, get_onpolicy_judge, load_onpolicy_judge
+from ..training.onpolicy import PRESETS, get_onpolicy_judge, load_onpolicy_judge
 
 #: The protocols of the published 13-judge sweeps (what a budget must suit for a sweep).
 PROTOCOLS = ("consultancy", "debate2", "debate4")
@@ -67,6 +67,21 @@ def check_budget(budget: int | None, protocols, search: str, flag: str = "--budg
             branching_for(protocol, budget)
         except ValueError as exc:
             raise ValueError(f"{flag} {budget}: {exc}") from None
+
+
+def preset_budget(budget: int, protocol: str) -> int:
+    """A preset's budget for ``protocol``: itself where the protocol's turns spread it evenly
+    (or at the published budget, its published branching), else the largest power of the
+    number of turns below it (the cpu preset's 81 = 3^4 gives debate3 4^3 = 64)."""
+    try:
+        branching_for(protocol, budget)
+        return budget
+    except ValueError:
+        turns = len(branching_for(protocol, PUBLISHED_BUDGET))
+        root = int(round(budget ** (1 / turns)))
+        while root**turns > budget:
+            root -= 1
+        return max(1, root) ** turns
 
 
 @dataclass
@@ -128,6 +143,8 @@ class ScheduleConfig:
     def onpolicy(self, protocol: str, rule: str, control: bool, seed: int | None = None):
         """The :class:`OnPolicyConfig` of one judge under this schedule."""
         chosen = {**PRESETS[self.preset]}
+        if self.search == "sampled":  # a preset's budget, to the turns of this protocol
+            chosen["budget"] = preset_budget(chosen["budget"], protocol)
         for name in ("epochs", "budget", "train_limit", "eval_images"):
             if getattr(self, name) is not None:
                 chosen[name] = getattr(self, name)
@@ -193,7 +210,7 @@ def _train_piece(piece):
     """One judge, where it runs: trained on-policy (resuming from its partial checkpoint in the
     shared cache) and returned to the driver, which stores it."""
     from ..judges.train import judge_path
-    from .judges_train import train_onpolicy
+    from ..training.onpolicy import train_onpolicy
 
     cfg, data_dir, cache_dir, device = piece
     data = load_variant(cfg.variant, data_dir)

@@ -1,4 +1,5 @@
-"""Supervised training of the gold classifier and the sparse judge, with a checkpoint cache.
+"""Supervised training of the gold classifier and the sparse judge, and the shared training
+loop (:func:`fit_classifier`); checkpoints and their cache live in :mod:`.checkpoints`.
 
 Both use the published recipe (REFERENCE B): Adam lr 1e-3, ExponentialLR gamma 0.85 per epoch,
 10 epochs, batch 256. The sparse judge sees each sample under a fresh uniformly random mask of
@@ -8,7 +9,6 @@ epoch after an interruption.
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -18,28 +18,27 @@ from typing import ClassVar
 import torch
 from torch import nn
 
-from ..atomic import atomic_path
 from ..data import ImageData, check_variant, data_revision
-from ..errors import CacheError
 from ..geometry import Grid
-from ..paths import cache_dir
 from ..progress import progress as progress_bar
 from ..resume import settings_key
+from .checkpoints import (  # noqa: F401  (the checkpoint names' old home)
+    CHECKPOINT_FORMAT,
+    FAMILIES,
+    LEGACY_FORMATS,
+    TrainedJudge,
+    _model_class,
+    _save,
+    cached_judge,
+    config_class,
+    find_cached,
+    judge_path,
+    load_checkpoint,
+    load_judge,
+    read_checkpoint,
+)
 from .cnn import JudgeCNN, default_widths
 
-#: One checkpoint format for every judge family: family, training config, model config, weights
-#: and history in one file.
-CHECKPOINT_FORMAT = "debatelab-judge/2"
-#: Older formats that are still read, and the family each held.
-LEGACY_FORMATS = {"debatelab-judge/1": "cell", "debatelab-pixel-judge/1": "pixel"}
-#: Judge families: the training config class of each, as ``module:Class``.
-FAMILIES = {
-    "cell": "debatelab.judges.train:TrainConfig",
-    "pixel": "debatelab.judges.pixel:PixelTrainConfig",
-    "pixel-sparse": "debatelab.judges.pixel:DemoSparseConfig",
-    "pixel-mlp": "debatelab.judges.pixel:PixelMLPConfig",
-    "onpolicy": "debatelab.judges.onpolicy:OnPolicyConfig",
-}
 KINDS = ("gold", "sparse")
 ARCHITECTURES = ("cnn", "bit")
 
@@ -100,25 +99,6 @@ class TrainConfig:
         return settings_key(f"{self.variant}-{tag}-s{self.seed}", settings)
 
 
-@dataclass
-class TrainedJudge:
-    """A trained judge of any family, as the cache returns it."""
-
-    model: JudgeCNN
-    config: object
-    """The family's training config (``TrainConfig``, ``PixelTrainConfig``, ...)."""
-    history: list[dict]
-    """Per-epoch training loss and accuracy."""
-    path: Path | None = None
-    """Cache file it was loaded from or saved to."""
-    cached: bool = False
-    """True when loaded from the cache rather than trained in this call."""
-
-    @property
-    def family(self) -> str:
-        return self.config.family
-
-
 def _make_model(config: TrainConfig, data: ImageData) -> nn.Module:
     if config.architecture == "bit":  # the bit design's net, reading no claim and no bits
         from .designs import design
@@ -126,67 +106,6 @@ def _make_model(config: TrainConfig, data: ImageData) -> nn.Module:
         return design("bit").build(data.in_channels, 1, 0, data.image_size)
     widths = config.widths or default_widths(data.in_channels)
     return JudgeCNN(data.in_channels, widths, image_size=data.image_size)
-
-
-def _save(path: Path, payload: dict) -> None:
-    with atomic_path(path) as tmp:
-        torch.save(payload, tmp)
-
-
-def read_checkpoint(path: Path) -> dict:
-    """Read a checkpoint's payload; :class:`CacheError` when unreadable or not in the one
-    checkpoint format."""
-    try:
-        payload = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # torch raises many kinds on a damaged file
-        raise CacheError(
-            f"cache entry {path} is unreadable ({type(exc).__name__}: {exc}); delete it and "
-            "run again to retrain"
-        ) from exc
-    fmt = payload.get("format") if isinstance(payload, dict) else None
-    if fmt != CHECKPOINT_FORMAT and fmt not in LEGACY_FORMATS:
-        raise CacheError(
-            f"{path} is not a debatelab judge checkpoint ({CHECKPOINT_FORMAT}); "
-            "delete it and run again to retrain"
-        )
-    return payload
-
-
-def config_class(family: str):
-    """The training config class of judge ``family``."""
-    if family not in FAMILIES:
-        raise CacheError(f"unknown judge family {family!r}; known: {sorted(FAMILIES)}")
-    module, name = FAMILIES[family].split(":")
-    return getattr(importlib.import_module(module), name)
-
-
-def load_judge(path: str | os.PathLike, family: str | None = None) -> TrainedJudge:
-    """Load a judge checkpoint of any family (or only of ``family``, else :class:`CacheError`)."""
-    path = Path(path)
-    payload = read_checkpoint(path)
-    found = payload.get("family") or LEGACY_FORMATS.get(payload["format"])
-    if family is not None and found != family:
-        raise CacheError(f"{path} holds a {found} judge, not a {family} judge")
-    model = _model_class(payload.get("model_class", "JudgeCNN"))(**payload["model_config"])
-    model.load_state_dict(payload["state_dict"])
-    model.eval()
-    config = config_class(found)(**payload.get("config", payload.get("train_config")))
-    return TrainedJudge(model, config, payload["history"], path, cached=True)
-
-
-def _model_class(name: str):
-    from .cnn import ClaimJudgeCNN
-    from .mlp import PixelMLP
-
-    classes = {"JudgeCNN": JudgeCNN, "ClaimJudgeCNN": ClaimJudgeCNN, "PixelMLP": PixelMLP}
-    if name not in classes:
-        raise CacheError(f"unknown judge model class {name!r}; known: {sorted(classes)}")
-    return classes[name]
-
-
-def load_checkpoint(path: str | os.PathLike) -> TrainedJudge:
-    """Load a judge checkpoint (any family; see :func:`load_judge`)."""
-    return load_judge(path)
 
 
 def train_judge(
@@ -302,44 +221,6 @@ def fit_classifier(
                 })  # fmt: skip
     model.eval()
     return model, history
-
-
-def judge_path(config, cache=None) -> Path:
-    """Where the cache keeps the judge trained with ``config`` (any family)."""
-    return cache_dir(cache) / "judges" / f"{config.key()}.pt"
-
-
-def find_cached(config, cache=None) -> TrainedJudge | None:
-    """The cached judge of ``config``, or None when it has not been trained; trains nothing."""
-    path = judge_path(config, cache)
-    return load_judge(path, config.family) if path.exists() else None
-
-
-def cached_judge(config, cache, retrain: bool, train: Callable[[Path], TrainedJudge],
-                 load: Callable[[Path], TrainedJudge] | None = None):  # fmt: skip
-    """The cache-or-train step every trained model shares: load the finished checkpoint of
-    ``config``, else ``train(partial_path)`` (resumable per epoch, keyed like the checkpoint) and
-    store the result atomically in the one checkpoint format. ``load`` reads a finished
-    checkpoint of a family whose classes live above this layer (the learned debaters);
-    judges load with :func:`load_judge`."""
-    path = judge_path(config, cache)
-    if path.exists() and not retrain:
-        return load(path) if load is not None else load_judge(path, config.family)
-    partial = path.with_name(f"{config.key()}.partial.pt")
-    if retrain:  # the partial checkpoint and any a training keeps beside it (warmup-<...>)
-        for stale in path.parent.glob(f"*{config.key()}.partial.pt"):
-            stale.unlink()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    judge = train(partial)
-    _save(path, {
-        "format": CHECKPOINT_FORMAT, "family": config.family, "config": asdict(judge.config),
-        "model_class": type(judge.model).__name__, "model_config": judge.model.config(),
-        "state_dict": judge.model.state_dict(),
-        "history": judge.history,
-    })  # fmt: skip
-    partial.unlink(missing_ok=True)
-    judge.path = path
-    return judge
 
 
 def get_judge(

@@ -16,11 +16,11 @@ import torch
 
 from ..data import load_raw
 from ..data.preprocess import apply_standardise, channel_stats, resize
-from ..experiments.agents import DebaterTrainConfig, load_debaters
 from ..games.learned import DebaterNets
 from ..judges import JudgeCNN, TrainConfig, find_cached
 from ..judges.pixel import PixelTrainConfig
 from ..judges.train import judge_path
+from ..training.debaters import DebaterTrainConfig, load_debaters
 
 #: The pixel game's K slider.
 PIXEL_RANGE = (2, 12)
