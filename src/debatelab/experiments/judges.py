@@ -99,8 +99,10 @@ class ScheduleConfig:
     epochs: int | None = field(default=None, metadata={"min": 1})
     """Override the preset's epochs."""
     budget: int | None = field(default=None, metadata={"min": 1})
-    """Override the preset's judge evaluations per image per step (a square and a fourth
-    power: 16, 81, 256, 625, 1296)."""
+    """Override the preset's judge evaluations per image per step: a power of the protocol's
+    number of turns (16, 81, 256, 625, 1296 suit 1, 2 and 4 turns; debate3 64, 125, ...), or
+    1296 with its published branching. A preset's budget is fitted to the turns (cpu: 81,
+    debate3 64)."""
     train_limit: int | None = field(default=None, metadata={"min": 1})
     """Override the preset's training images (the first N)."""
     eval_images: str | None = field(default=None, metadata=IMAGES)
