@@ -1,6 +1,6 @@
 """Leaf scoring and training steps of the on-policy trained judges, on this machine in one run.
 
-Leaf scoring is what dominates on-policy training (TRAINED-JUDGES.md §1: 128 images x 1,296
+Leaf scoring is what dominates on-policy training (docs/trained-judges.md#training-loop: 128 images x 1,296
 leaves = 166k no-grad judge evaluations per step). For each design (D1, D3 with one and two
 class queries) and input encoding (consultancy, debate, control) this prints judge evaluations
 per second of ``OnPolicyJudge.claim_scores`` on sampled trees of real MNIST test images (the

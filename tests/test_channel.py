@@ -1,4 +1,4 @@
-"""The 1-bit argument channel (TRAINED-JUDGES.md §4): codewords, the folded (cell, symbol)
+"""The 1-bit argument channel (docs/trained-judges.md#channel): codewords, the folded (cell, symbol)
 search against a brute-force walk, the head's codeword scores, the pre-flight check, the
 information estimators and the diagnostics."""
 

@@ -1,4 +1,4 @@
-"""The on-policy judge designs (TRAINED-JUDGES.md §2): input encodings, the claim-aware head's
+"""The on-policy judge designs (docs/trained-judges.md#designs): input encodings, the claim-aware head's
 all-queries path against one forward per query, and the published checkpoints."""
 
 from __future__ import annotations

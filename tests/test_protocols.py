@@ -9,7 +9,7 @@ from debatelab.registry import PluginError, Registry
 
 
 def test_the_seed_protocols_keep_their_moves_and_published_branching():
-    # REFERENCE B's trees: 1,296 masks, 36 x 36, 6 x 6 x 6 x 6 (TRAINED-JUDGES §1)
+    # REFERENCE B's trees: 1,296 masks, 36 x 36, 6 x 6 x 6 x 6 (docs/trained-judges.md#search)
     expected = {"consultancy": ((4,), (1296,)), "debate2": ((2, 2), (36, 36)),
                 "debate4": ((1, 1, 1, 1), (6, 6, 6, 6))}  # fmt: skip
     for name, (moves, branching) in expected.items():

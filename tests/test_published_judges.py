@@ -1,9 +1,10 @@
-"""The published trained judges (../shared/published-judges) evaluated by this project's own
+"""The published trained judges (the offline copy beside the checkout that CI has,
+../shared/published-judges; skipped where it is absent) evaluated by this project's own
 search, encodings and rules: two judges of each design and dataset on 200 evenly spaced test
 images, against the published final numbers.
 
 Tolerance: three binomial standard errors at 200 images (about 4-6 points at 80-95 %) plus the
-published re-evaluation noise of the same weights (up to 1.1 points, TRAINED-JUDGES.md §6.10).
+published re-evaluation noise of the same weights (up to 1.1 points, docs/trained-judges.md#noise).
 A wrong encoding, rule or tie rule moves these numbers by far more: a debate judge fed the
 control encoding, or a sym judge searched under asym, falls to chance or below the bound."""
 

@@ -142,8 +142,8 @@ def _debater_jobs(path):
     from dataclasses import asdict
 
     from .errors import CacheError
-    from .experiments.agents import load_debaters
     from .games.learned import N_INPUTS
+    from .training.debaters import load_debaters
 
     try:
         trained = load_debaters(path)

@@ -1,4 +1,4 @@
-"""Codewords of the argument channel (../shared/TRAINED-JUDGES.md §4).
+"""Codewords of the argument channel (docs/trained-judges.md#channel).
 
 Each decision of a play emits a symbol from an alphabet of ``2 ** (cells it reveals)``; the
 play's symbols form one codeword g (decision 1 most significant) that the judge reads as the

@@ -1,6 +1,6 @@
 """Plug-in entropies and mutual informations of discrete samples, in bits.
 
-The argument-channel diagnostics (../shared/TRAINED-JUDGES.md §4) read what the debaters' bits
+The argument-channel diagnostics (docs/trained-judges.md#channel) read what the debaters' bits
 say: the entropy of the 4-bit codeword over the test plays, and per bit I(b; claim), I(b; y)
 and I(b; y | claim). All estimators here are plug-in (empirical frequencies), as published.
 """

@@ -2,7 +2,7 @@
 
 Given the values of its children sorted best-first *for that player*, a rank policy puts weights on
 ranks. Tied values share the mass of their rank block equally, so results never depend on sort
-order. See ../shared/DESIGN.md, "The one idea that ties it together".
+order. See docs/design.md#one-idea.
 
 | policy      | weight on rank i (1 = best) of n               |
 |-------------|------------------------------------------------|

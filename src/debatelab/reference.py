@@ -1,4 +1,4 @@
-"""Published numbers the experiments are compared with (../shared/REFERENCE.md).
+"""Published numbers the experiments are compared with (docs/reference.md).
 
 Section B, "Setup table and exact play against the frozen judge", full 10,000-image test sets,
 in percent, from the 2026 post on quantilised debate and consultancy on image cells.
@@ -58,7 +58,7 @@ def _trained(rows: str) -> dict[tuple[str, str, bool], dict[str, float]]:
 
 
 #: Final-epoch numbers (%) of the published trained judges (REFERENCE B's tables; the belief
-#: columns and D2 from the study's per-epoch logs, ../shared/published-judges/curves), keyed by
+#: columns and D2 from the study's per-epoch logs under results/, docs/trained-judges.md#published-checkpoints), keyed by
 #: (design, variant) and then (protocol, rule, control). D1 consultancy logs judge accuracy
 #: only; D2 logs selection and belief.
 TRAINED_JUDGES = {
@@ -129,8 +129,8 @@ CHANNEL_DELTAS = {
     "cifar10": {"consultancy": -0.33, "debate2": -0.55, "debate4": 0.25},
 }
 CHANNEL_ENTROPY = {"fashionmnist-whitened": {"debate2": 3.27, "debate4": 3.71, "consultancy": 1.31}}
-#: The channel tables' "random mask (1)" baseline, percent, after 15 epochs (TRAINED-JUDGES.md
-#: §6.9): the published table's values come from a second fresh draw of masks, the epoch-15
+#: The channel tables' "random mask (1)" baseline, percent, after 15 epochs (docs/trained-judges.md
+#: #random-mask-baseline): the published table's values come from a second fresh draw of masks, the epoch-15
 #: training log's from the first.
 CHANNEL_RANDOM_MASK = {"fashionmnist-whitened": {"table": 51.35, "log": 50.88},
                        "cifar10": {"table": 37.41, "log": 36.49}}  # fmt: skip

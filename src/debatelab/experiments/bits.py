@@ -1,4 +1,4 @@
-"""The 1-bit argument channel (REFERENCE B's last experiment; ../shared/TRAINED-JUDGES.md §4).
+"""The 1-bit argument channel (REFERENCE B's last experiment; docs/trained-judges.md#channel).
 
 Every decision of a play also emits a symbol, one bit per cell it reveals (consultancy 16
 symbols, 2-turn debate 4 per player, 4-turn 2 per turn); the play's 4 bits reach the judge's
@@ -300,7 +300,7 @@ def run_baselines(config: ChannelBaselinesConfig, folder: RunFolder) -> dict:
 def run_sweep(config: ChannelSweepConfig, folder: RunFolder) -> dict:
     """Every arm of the argument channel on a dataset, with baselines and diagnostics.
 
-    Arms (TRAINED-JUDGES.md §4): 2-turn and 4-turn debate under last_b and consultancy, each
+    Arms (docs/trained-judges.md#channel): 2-turn and 4-turn debate under last_b and consultancy, each
     with the channel and as its nested control, plus plain consultancy at the larger search;
     each cached and resumable per epoch. Baselines: gold, the random-mask judge on one mask and
     its ensembles. Diagnostics of each bits arm's final judge on a fresh test pass: codeword

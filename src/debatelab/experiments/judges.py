@@ -1,4 +1,4 @@
-"""Judges trained on-policy (REFERENCE B's second half; ../shared/TRAINED-JUDGES.md).
+"""Judges trained on-policy (REFERENCE B's second half; docs/trained-judges.md).
 
 `debatelab judges train` trains one judge against the debaters' exact play on sampled candidate
 trees (design D1, D3 or D2; consultancy, 2- or 4-turn debate; rule asym, sym or last_b; or a
@@ -672,7 +672,7 @@ def published_report(results: dict[str, dict]) -> tuple[str, dict]:
     """Markdown tables (one per published folder) of ours beside the published final numbers
     with the differences, and a summary: per metric the largest absolute difference and how
     many judges lie within tolerance: the published re-evaluation noise (up to 1.1 points,
-    TRAINED-JUDGES.md §6.10) plus three binomial standard errors of our own estimate."""
+    docs/trained-judges.md#noise) plus three binomial standard errors of our own estimate."""
     noise = 1.1
     by_folder: dict[str, list] = {}
     diffs: dict[str, list[tuple[float, float]]] = {k: [] for k in METRICS}  # (ours - pub, tol)

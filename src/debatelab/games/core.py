@@ -1,6 +1,6 @@
 """The game core: a finite two-player zero-sum game as a stack of levels of child tables.
 
-Every experiment is such a game (see ../shared/DESIGN.md, "The spine"): the reveal games on images
+Every experiment is such a game (see docs/design.md#joints): the reveal games on images
 (every mask, :func:`reveal_game`), the text debates (pools of proposals, critiques and rebuttals,
 :func:`pool_game`) and sampled candidate trees (:func:`sampled_tree`).
 

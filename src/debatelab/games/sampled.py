@@ -1,6 +1,6 @@
 """Sampled candidate trees and their exact play: the search of on-policy judge training.
 
-The trained-judge experiments of REFERENCE B (../shared/TRAINED-JUDGES.md §1, §3) give each
+The trained-judge experiments of REFERENCE B (docs/trained-judges.md#search) give each
 image a budget of judge evaluations (1,296 by default) and spend it on a candidate tree sampled
 afresh at every step:
 
@@ -128,7 +128,7 @@ def check_branching(protocol: str, branching) -> tuple[int, ...]:
 
 def sample_tree(protocol: str, n_images: int, generator: torch.Generator, n_cells: int = 36,
                 budget: int = 1296, device="cpu", branching=None) -> CandidateTree:  # fmt: skip
-    """Draw one candidate tree per image (§1 of TRAINED-JUDGES.md): at each turn, for each node,
+    """Draw one candidate tree per image (docs/trained-judges.md#search): at each turn, for each node,
     ``branching[t]`` independent uniform sets of ``moves[t]`` cells not yet revealed on the
     node's path. ``branching`` defaults to :func:`branching_for` the budget."""
     proto = cell_protocol(protocol)
@@ -215,7 +215,7 @@ def group_codes(paths: torch.Tensor, groups: torch.Tensor, n_cells: int = 36) ->
 
 
 # ---------------------------------------------------------------------------------------------
-# the argument channel: moves are (cell candidate, symbol) pairs (TRAINED-JUDGES.md §4)
+# the argument channel: moves are (cell candidate, symbol) pairs (docs/trained-judges.md#channel)
 
 
 def symbol_alphabets(protocol: str) -> tuple[int, ...]:

@@ -1,7 +1,7 @@
 """Judge designs as registered objects: one declaration per design of the on-policy judges.
 
-A **design** says everything that differs between judges trained on-policy (TRAINED-JUDGES.md
-§2, §4): how its model is built (:meth:`JudgeDesign.build`), how many class queries it reads at
+A **design** says everything that differs between judges trained on-policy (docs/trained-judges.md
+#designs, #channel): how its model is built (:meth:`JudgeDesign.build`), how many class queries it reads at
 a leaf for a (protocol, rule) (:meth:`JudgeDesign.queries`), whether it reads the claims and raw
 bits, what it outputs (class logits or one logit, ``binary``), its factorised scorer (the layer
 that reads the conv trunk and the scores from that layer's pre-activation), how it learns from
@@ -44,7 +44,7 @@ class JudgeDesign:
     binary: bool = False
     """One logit, P(A's claim is right), trained by binary cross-entropy: a belief, no class."""
     reads_bits: bool = False
-    """May read raw bits beside the cells (the argument channel, TRAINED-JUDGES.md §4)."""
+    """May read raw bits beside the cells (the argument channel, docs/trained-judges.md#channel)."""
     argument_channel: bool = False
     """The argument channel's design: consultancy (asym) and debate under last_b, no controls."""
     sweep: bool = True
@@ -144,12 +144,9 @@ class ClaimDesign(JudgeDesign):
             raise ValueError(f"only a design that reads bits (as bit) takes them, not "
                              f"{self.name}")  # fmt: skip
         widths = (32, 32) if channels == 1 else (64, 64)  # CIFAR doubles the widths
-        if self.reads_bits:
-            return ClaimJudgeCNN(channels * groups, queries, 1 if self.binary else 10, widths,
-                                 image_size, dropout=self.dropout, n_bits=n_bits,
-                                 depth=self.depth)  # fmt: skip
         return ClaimJudgeCNN(channels * groups, queries, 1 if self.binary else 10, widths,
-                             image_size)  # fmt: skip
+                             image_size, dropout=self.dropout, n_bits=n_bits,
+                             depth=self.depth)  # fmt: skip
 
     def scores_from_hidden(self, model, h):
         if not model.n_queries:  # a plain classifier of the bit family (the baselines)

@@ -1,4 +1,4 @@
-"""On-policy training of a trained judge (TRAINED-JUDGES.md §1, §5), the loop that joins the
+"""On-policy training of a trained judge (docs/trained-judges.md#training-loop), the loop that joins the
 sampled-tree search (games) and the judge designs (judges, :mod:`debatelab.judges.designs`).
 
 Each step: sample every image's candidate tree, score its leaves with the current judge (no
