@@ -1,11 +1,11 @@
 """Leaf scoring and training steps of the on-policy trained judges, on this machine in one run.
 
-Leaf scoring is what dominates on-policy training (docs/trained-judges.md#training-loop: 128 images x 1,296
-leaves = 166k no-grad judge evaluations per step). For each design (D1, D3 with one and two
-class queries) and input encoding (consultancy, debate, control) this prints judge evaluations
-per second of ``OnPolicyJudge.claim_scores`` on sampled trees of real MNIST test images (the
-batched forward, chunks of 16,000 plays, channels-last) and of the same forward in the plain
-memory layout; then the same sampled trees through the factorised trunk (the CPU default)
+Leaf scoring is what dominates on-policy training (docs/trained-judges.md#training-loop: 128
+images x 1,296 leaves = 166k no-grad judge evaluations per step). For each design (D1, D3 with one
+and two class queries) and input encoding (consultancy, debate, control) this prints judge
+evaluations per second of ``OnPolicyJudge.claim_scores`` on sampled trees of real MNIST test
+images (the batched forward, chunks of 16,000 plays, channels-last) and of the same forward in
+the plain memory layout; then the same sampled trees through the factorised trunk (the CPU default)
 alternated with the batched forward (best of ``--repeats`` runs of each), beside the rate of
 the part after the first linear layer alone (both share it, so it bounds both); then the
 exact search (``--search exact``): leaves per second of the factorised trunk on each family's

@@ -1,5 +1,5 @@
-"""The on-policy judge designs (docs/trained-judges.md#designs): input encodings, the claim-aware head's
-all-queries path against one forward per query, and the published checkpoints."""
+"""The on-policy judge designs (docs/trained-judges.md#designs): input encodings, the claim-aware
+head's all-queries path against one forward per query, and the published checkpoints."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""On-policy judge training (docs/trained-judges.md#training-loop) on small real MNIST slices: it learns,
-its checkpoints resume to the same numbers as an uninterrupted run, the published seeds."""
+"""On-policy judge training (docs/trained-judges.md#training-loop) on small real MNIST slices: it
+learns, its checkpoints resume to the same numbers as an uninterrupted run, the published seeds."""
 
 from __future__ import annotations
 

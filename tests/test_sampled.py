@@ -1,6 +1,6 @@
-"""Sampled candidate trees and their exact search (docs/trained-judges.md#search) against brute force:
-an exhaustive recursive walk of the same sampled tree, ties to the first index, for every rule
-and both judge kinds (class probabilities, D1; claim-conditioned scores, D3 / D2)."""
+"""Sampled candidate trees and their exact search (docs/trained-judges.md#search) against brute
+force: an exhaustive recursive walk of the same sampled tree, ties to the first index, for every
+rule and both judge kinds (class probabilities, D1; claim-conditioned scores, D3 / D2)."""
 
 from __future__ import annotations
 

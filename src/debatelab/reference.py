@@ -58,9 +58,9 @@ def _trained(rows: str) -> dict[tuple[str, str, bool], dict[str, float]]:
 
 
 #: Final-epoch numbers (%) of the published trained judges (REFERENCE B's tables; the belief
-#: columns and D2 from the study's per-epoch logs under results/, docs/trained-judges.md#published-checkpoints), keyed by
-#: (design, variant) and then (protocol, rule, control). D1 consultancy logs judge accuracy
-#: only; D2 logs selection and belief.
+#: columns and D2 from the study's per-epoch logs under results/,
+#: docs/trained-judges.md#published-checkpoints), keyed by (design, variant) and then (protocol,
+#: rule, control). D1 consultancy logs judge accuracy only; D2 logs selection and belief.
 TRAINED_JUDGES = {
     ("D1", "mnist"): _trained("""
         consultancy asym debate 95.79 - -
@@ -130,7 +130,7 @@ CHANNEL_DELTAS = {
 }
 CHANNEL_ENTROPY = {"fashionmnist-whitened": {"debate2": 3.27, "debate4": 3.71, "consultancy": 1.31}}
 #: The channel tables' "random mask (1)" baseline, percent, after 15 epochs (docs/trained-judges.md
-#: #random-mask-baseline): the published table's values come from a second fresh draw of masks, the epoch-15
-#: training log's from the first.
+#: #random-mask-baseline): the published table's values come from a second fresh draw of masks,
+#: the epoch-15 training log's from the first.
 CHANNEL_RANDOM_MASK = {"fashionmnist-whitened": {"table": 51.35, "log": 50.88},
                        "cifar10": {"table": 37.41, "log": 36.49}}  # fmt: skip

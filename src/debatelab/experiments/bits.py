@@ -300,8 +300,8 @@ def run_baselines(config: ChannelBaselinesConfig, folder: RunFolder) -> dict:
 def run_sweep(config: ChannelSweepConfig, folder: RunFolder) -> dict:
     """Every arm of the argument channel on a dataset, with baselines and diagnostics.
 
-    Arms (docs/trained-judges.md#channel): 2-turn and 4-turn debate under last_b and consultancy, each
-    with the channel and as its nested control, plus plain consultancy at the larger search;
+    Arms (docs/trained-judges.md#channel): 2-turn and 4-turn debate under last_b and consultancy,
+    each with the channel and as its nested control, plus plain consultancy at the larger search;
     each cached and resumable per epoch. Baselines: gold, the random-mask judge on one mask and
     its ensembles. Diagnostics of each bits arm's final judge on a fresh test pass: codeword
     entropy and distribution, randomised-bit ablation, per-bit I(b; claim), I(b; y) and

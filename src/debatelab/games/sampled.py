@@ -128,8 +128,8 @@ def check_branching(protocol: str, branching) -> tuple[int, ...]:
 
 def sample_tree(protocol: str, n_images: int, generator: torch.Generator, n_cells: int = 36,
                 budget: int = 1296, device="cpu", branching=None) -> CandidateTree:  # fmt: skip
-    """Draw one candidate tree per image (docs/trained-judges.md#search): at each turn, for each node,
-    ``branching[t]`` independent uniform sets of ``moves[t]`` cells not yet revealed on the
+    """Draw one candidate tree per image (docs/trained-judges.md#search): at each turn, for each
+    node, ``branching[t]`` independent uniform sets of ``moves[t]`` cells not yet revealed on the
     node's path. ``branching`` defaults to :func:`branching_for` the budget."""
     proto = cell_protocol(protocol)
     moves = proto.moves

@@ -1,5 +1,6 @@
-"""One step of the on-policy loop and the per-epoch evaluation (docs/trained-judges.md#training-loop), for any
-judge of the :class:`debatelab.interfaces.ClaimJudge` protocol.
+"""One step of the on-policy loop and the per-epoch evaluation
+(docs/trained-judges.md#training-loop), for any judge of the
+:class:`debatelab.interfaces.ClaimJudge` protocol.
 
 :func:`play` samples each image's candidate tree (or, with ``search="exact"``, takes the tree of
 every candidate), scores every leaf with the judge (no grad; the exact tree through the judge's
@@ -201,9 +202,10 @@ def play(judge: ClaimJudge, images: torch.Tensor, protocol: str | Protocol, rule
     realise.
 
     ``branching`` gives the cell candidates per node explicitly instead of ``budget``. A judge
-    that reads bits (the argument channel, docs/trained-judges.md#channel) scores every codeword of every
-    cell path; each turn's symbol is folded into its cell moves (:func:`.sampled.fold_symbols`),
-    so the same minimax chooses cells and symbols, and the play carries its codeword.
+    that reads bits (the argument channel, docs/trained-judges.md#channel) scores every codeword
+    of every cell path; each turn's symbol is folded into its cell moves
+    (:func:`.sampled.fold_symbols`), so the same minimax chooses cells and symbols, and the play
+    carries its codeword.
 
     ``search``: ``sampled`` (the published anchor: a fresh candidate tree of ``budget`` leaves
     per image) or ``exact`` (every candidate: :func:`.sampled.exact_tree`, scored by the
@@ -347,10 +349,10 @@ def channel_diagnostics(judge: ClaimJudge, images: torch.Tensor, labels, *, prot
                         rule: str, budget: int = 1296, seed: int = 0, batch: int = 64,
                         branching: tuple[int, ...] | None = None,
                         progress: bool = False) -> dict:  # fmt: skip
-    """The argument channel's diagnostics (docs/trained-judges.md#channel) on a fresh test pass of a judge
-    that reads bits: selection / judge accuracy and belief; the plug-in entropy of the codeword
-    (bits, out of 4) and its counts; the randomised-bit ablation (the same plays, claims and
-    d_B with a uniform random codeword: change in judge accuracy and belief); and per bit
+    """The argument channel's diagnostics (docs/trained-judges.md#channel) on a fresh test pass of
+    a judge that reads bits: selection / judge accuracy and belief; the plug-in entropy of the
+    codeword (bits, out of 4) and its counts; the randomised-bit ablation (the same plays, claims
+    and d_B with a uniform random codeword: change in judge accuracy and belief); and per bit
     (most significant first) P(b = 1), H(b), I(b; claim), I(b; y), I(b; y | claim) in bits,
     each also divided by H(b) (NaN where H(b) = 0)."""
     from ..codewords import codeword_bits

@@ -1,10 +1,10 @@
 """Judge designs as registered objects: one declaration per design of the on-policy judges.
 
 A **design** says everything that differs between judges trained on-policy (docs/trained-judges.md
-#designs, #channel): how its model is built (:meth:`JudgeDesign.build`), how many class queries it reads at
-a leaf for a (protocol, rule) (:meth:`JudgeDesign.queries`), whether it reads the claims and raw
-bits, what it outputs (class logits or one logit, ``binary``), its factorised scorer (the layer
-that reads the conv trunk and the scores from that layer's pre-activation), how it learns from
+#designs, #channel): how its model is built (:meth:`JudgeDesign.build`), how many class queries it
+reads at a leaf for a (protocol, rule) (:meth:`JudgeDesign.queries`), whether it reads the claims
+and raw bits, what it outputs (class logits or one logit, ``binary``), its factorised scorer (the
+layer that reads the conv trunk and the scores from that layer's pre-activation), how it learns from
 a realised play (:meth:`JudgeDesign.loss`), whether the search scores leaves in train mode, the
 checkpoint family it is stored under, and how the published study named and seeded it.
 

@@ -1,4 +1,5 @@
-"""The on-policy trained judges of REFERENCE B: designs D1, D3 and D2 (docs/trained-judges.md#designs).
+"""The on-policy trained judges of REFERENCE B: designs D1, D3 and D2
+(docs/trained-judges.md#designs).
 
 - **D1**: the frozen judge's CNN (:class:`.cnn.JudgeCNN`) on ``groups x C`` input channels; it
   never sees a class.

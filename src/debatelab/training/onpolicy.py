@@ -1,5 +1,6 @@
-"""On-policy training of a trained judge (docs/trained-judges.md#training-loop), the loop that joins the
-sampled-tree search (games) and the judge designs (judges, :mod:`debatelab.judges.designs`).
+"""On-policy training of a trained judge (docs/trained-judges.md#training-loop), the loop that
+joins the sampled-tree search (games) and the judge designs (judges,
+:mod:`debatelab.judges.designs`).
 
 Each step: sample every image's candidate tree, score its leaves with the current judge (no
 grad; D1 in train mode, dropout on, as published; D3 / D2 in eval mode), solve it exactly, and
