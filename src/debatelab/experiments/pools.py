@@ -12,15 +12,24 @@ runs in-process (llama.cpp, one thread); `openai:MODEL@URL` names an OpenAI-comp
 from __future__ import annotations
 
 import json
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from ..atomic import write_atomic, write_json
-from ..llm.backends import DEFAULT_TIMEOUT, ReplyError, load_model, parse_model_spec
+from ..llm.backends import (
+    DEFAULT_TIMEOUT,
+    ModelOptions,
+    ReplyError,
+    load_model,
+    parse_model_spec,
+)
 from ..llm.cache import CallCache
 from ..llm.generate import ROLES, PoolGenerator, PoolPlan, load_templates
 from ..llm.sandbox import SandboxLimits, check_available
 from ..llm.tasks import parse_task
+from ..options import WORKERS
 from ..paths import cache_dir
 from ..progress import progress
 from ..report.runs import RunFolder
@@ -38,7 +47,17 @@ class PoolsConfig:
     """humaneval, arc (ARC-AGI-1 evaluation, dataset order), arc:smallest (smallest prompts
     first), a JSON Lines file of code tasks (file:PATH or PATH.jsonl), or a plug-in's task."""
     questions: str = "0:10"
-    """Questions of the task, 'start:stop' (0-based, stop excluded)."""
+    """Questions of the task, 'start:stop' (0-based, stop excluded); with --pilot, the
+    candidates that the pilot selects from."""
+    pilot: int = field(default=0, metadata={"min": 0})
+    """Select questions first, as the study did: draw this many proposals per candidate (apart
+    from the pools' own), and pool only the questions whose pilot accuracy lies in --keep (the
+    study: 8). 0 pools every question. The selection is written to selection.json."""
+    keep: str = "0.05:0.6"
+    """With --pilot: the pilot accuracies kept, LOW:HIGH meaning LOW < accuracy <= HIGH (the
+    study's range: questions neither hopeless nor already easy)."""
+    keep_at_most: int | None = field(default=None, metadata={"min": 1})
+    """With --pilot: pool at most this many of the kept questions, in order."""
     protocol: str = field(default="rebuttal", metadata={"choices": PROTOCOLS})
     """Deepest protocol: every leaf of it and of the shallower ones is judged."""
     n: int = field(default=8, metadata={"min": 1})
@@ -63,6 +82,12 @@ class PoolsConfig:
     """Most tokens of a critique."""
     rebuttal_tokens: int = 192
     """Most tokens of a rebuttal."""
+    judge_samples: int = field(default=0, metadata={"min": 0})
+    """0: the judge's single-token verdict from its log-probabilities. K: the chain-of-thought
+    judge (the study's ablation), K sampled verdicts per leaf, the score the fraction saying yes;
+    the only judge that back ends without log-probabilities (Anthropic's) can be."""
+    judge_tokens: int = field(default=256, metadata={"min": 1})
+    """Most tokens of one chain-of-thought verdict."""
     yes_tokens: tuple[str, ...] = ("Yes", "yes")
     """Verdict tokens that count as yes (one token each)."""
     no_tokens: tuple[str, ...] = ("No", "no")
@@ -76,6 +101,9 @@ class PoolsConfig:
     """Context window of an in-process model, in tokens."""
     sandbox_seconds: float = 10.0
     """Wall-clock limit of one sandboxed verification."""
+    workers: int = field(default=WORKERS, compare=False, metadata={"min": 1})
+    """Copies of an in-process model, one thread each, serving calls side by side (one per
+    core); replies do not depend on it."""
     concurrency: int = field(default=8, compare=False, metadata={"min": 1})
     """Calls in flight to an HTTP back end (an in-process model takes one at a time)."""
     retries: int = field(default=4, compare=False, metadata={"min": 0})
@@ -84,8 +112,11 @@ class PoolsConfig:
     http_timeout: float = field(default=DEFAULT_TIMEOUT, compare=False)
     """Seconds to wait for one HTTP reply before retrying; a server silent through every retry
     stops the run (a hung server costs at most about timeout x (retries + 1) per call)."""
+    batch_poll: float = field(default=30.0, compare=False)
+    """Seconds between a batch back end's questions whether its batches have ended."""
     debater_prices: str = field(default="0,0", compare=False)
-    """USD per million input, output tokens of the debater (for the cost lines)."""
+    """USD per million input, output tokens of the debater at the provider's synchronous prices
+    (a batch back end's discount is applied to them)."""
     judge_prices: str = field(default="0,0", compare=False)
     """USD per million input, output tokens of the judge."""
     dry_run: bool = field(default=False, compare=False)
@@ -94,9 +125,19 @@ class PoolsConfig:
     def __post_init__(self):
         parse_task(self.task)  # registered tasks and back ends, plug-ins included
         parse_model_spec(self.debater)
-        parse_model_spec(self.judge)
+        judge_backend, _ = parse_model_spec(self.judge)
+        if not judge_backend.logprobs and self.judge_samples == 0:
+            raise ValueError(f"--judge {self.judge}: this back end gives no log-probabilities, so "
+                             "it can only be the chain-of-thought judge: add --judge-samples K "
+                             "(e.g. 5)")  # fmt: skip
+        if not (isinstance(self.batch_poll, int | float) and 0 < self.batch_poll < 1e6):
+            raise ValueError(f"--batch-poll {self.batch_poll!r}: give seconds, more than 0")
         self.span()
         self.plan()
+        self.keep_range()
+        if self.pilot == 0 and self.keep_at_most is not None:
+            raise ValueError("--keep-at-most selects among the questions a pilot kept: give "
+                             "--pilot K too (the study: --pilot 8)")  # fmt: skip
         for name in ("debater_prices", "judge_prices"):
             _prices(getattr(self, name), name)
         if not (isinstance(self.http_timeout, int | float) and 0 < self.http_timeout < 1e6):
@@ -114,13 +155,23 @@ class PoolsConfig:
             raise ValueError(f"--questions {self.questions!r}: needs 0 <= start < stop")
         return start, stop
 
+    def keep_range(self) -> tuple[float, float]:
+        try:
+            low, high = (float(x) for x in self.keep.split(":"))
+        except ValueError:
+            raise ValueError(f"--keep {self.keep!r}: use LOW:HIGH, e.g. 0.05:0.6") from None
+        if not 0.0 <= low < high <= 1.0:
+            raise ValueError(f"--keep {self.keep!r}: needs 0 <= LOW < HIGH <= 1")
+        return low, high
+
     def plan(self) -> PoolPlan:
         return PoolPlan(n=self.n, m=self.m, r=self.r, depth=protocol_depth(self.protocol),
                         control=self.control, swap=self.swap, temperature=self.temperature,
                         proposal_tokens=self.proposal_tokens,
                         critique_tokens=self.critique_tokens,
                         rebuttal_tokens=self.rebuttal_tokens, yes=tuple(self.yes_tokens),
-                        no=tuple(self.no_tokens), seed=self.seed)  # fmt: skip
+                        no=tuple(self.no_tokens), seed=self.seed,
+                        judge_samples=self.judge_samples, judge_tokens=self.judge_tokens)  # fmt: skip
 
 
 def _prices(text: str, name: str) -> tuple[float, float]:
@@ -136,22 +187,29 @@ def projection(config: PoolsConfig, questions) -> dict:
     """Calls, tokens (upper bounds: every reply at its token limit) and cost of the run."""
     plan = config.plan()
     per_q = plan.calls()
-    calls = {role: count * len(questions) for role, count in per_q.items()}
+    pooled = len(questions) if config.keep_at_most is None else \
+        min(len(questions), config.keep_at_most)  # fmt: skip
+    calls = {"pilot": config.pilot * len(questions),
+             **{role: count * pooled for role, count in per_q.items()}}  # fmt: skip
     q_tokens = sum(len(q.prompt) for q in questions) / CHARS_PER_TOKEN / max(len(questions), 1)
     p, c, r = plan.proposal_tokens, plan.critique_tokens, plan.rebuttal_tokens
-    prompt_of = {"proposer": q_tokens, "control": q_tokens, "critic": q_tokens + p,
+    prompt_of = {"pilot": q_tokens, "proposer": q_tokens, "control": q_tokens, "critic": q_tokens + p,
                  "rebuttal": q_tokens + p + c, "judge": q_tokens + p + c + r}  # fmt: skip
-    reply_of = {"proposer": p, "control": p + c + r, "critic": c, "rebuttal": r, "judge": 1}
+    reply_of = {"pilot": p, "proposer": p, "control": p + c + r, "critic": c, "rebuttal": r,
+                "judge": plan.judge_tokens if plan.judge_samples else 1}  # fmt: skip
     tokens = {role: (round(calls[role] * prompt_of[role]), calls[role] * reply_of[role])
               for role in calls}  # fmt: skip
     return {"calls": calls, "tokens": tokens, "cost_usd": cost(config, tokens)}
 
 
 def cost(config: PoolsConfig, tokens: dict[str, tuple[int, int]]) -> float:
+    """USD for ``tokens`` per role at the given prices, each back end's discount applied."""
     total = 0.0
     for role, (inp, out) in tokens.items():
-        prices = _prices(config.judge_prices if role == "judge" else config.debater_prices, "")
-        total += (inp * prices[0] + out * prices[1]) / 1e6
+        judge = role == "judge"
+        prices = _prices(config.judge_prices if judge else config.debater_prices, "")
+        backend, _ = parse_model_spec(config.judge if judge else config.debater)
+        total += (inp * prices[0] + out * prices[1]) / 1e6 * backend.discount
     return round(total, 4)
 
 
@@ -170,7 +228,7 @@ def run(config: PoolsConfig, folder: RunFolder) -> dict:
     folder.seeds["sampling"] = config.seed
     plan = config.plan()
     projected = projection(config, questions)
-    lines = [f"{len(questions)} questions of {task.name}: "
+    lines = [f"{len(questions)} {'candidate ' if config.pilot else ''}questions of {task.name}: "
              + ", ".join(f"{v:,} {k} calls" for k, v in projected["calls"].items() if v),
              f"at most {sum(t[0] for t in projected['tokens'].values()):,} input and "
              f"{sum(t[1] for t in projected['tokens'].values()):,} output tokens; projected "
@@ -182,42 +240,74 @@ def run(config: PoolsConfig, folder: RunFolder) -> dict:
     if spec.sandboxed:  # the task declares that its verification runs model-written code
         check_available()
 
+    options = ModelOptions(concurrency=config.concurrency, context=config.context,
+                           retries=config.retries, timeout=config.http_timeout,
+                           copies=config.workers, poll_seconds=config.batch_poll,
+                           state_dir=str(cache_dir(folder.cache_dir) / "llm"))  # fmt: skip
+
     def model(spec):
-        return load_model(spec, concurrency=config.concurrency, n_ctx=config.context,
-                          retries=config.retries, timeout=config.http_timeout)  # fmt: skip
+        return load_model(spec, options)
 
     debater = model(config.debater)
     judge = debater if (config.judge or None) == (config.debater or None) else model(config.judge)
     folder.extra["models"] = {"debater": debater.name, "judge": judge.name}
     cache = CallCache(cache_dir(folder.cache_dir) / "llm" / "calls.sqlite")
     totals = {**plan.calls(), "verifier": plan.n * (1 + plan.control)}
-    shown = [role for role in ROLES if totals[role]]
-    bars = {role: progress(total=totals[role] * len(questions), desc=role, position=k,
+    if config.pilot:  # the pilot's bar counts questions; the others count the pooled ones
+        totals = {role: v * (config.keep_at_most or len(questions)) for role, v in totals.items()}
+        totals["pilot"] = config.pilot * len(questions)
+    else:
+        totals = {role: v * len(questions) for role, v in totals.items()}
+    shown = [role for role in ROLES if totals.get(role)]
+    bars = {role: progress(total=totals[role], desc=role, position=k,
                            leave=False, enabled=folder.progress)
             for k, role in enumerate(shown)}  # fmt: skip
     gen = PoolGenerator(task, debater, judge, plan, cache, templates, bars)
     pieces = folder.path / "questions"
     done, failures, failed_usage = [], [], {}
+    indexed = list(enumerate(questions, start))
     try:
-        for index, question in enumerate(questions, start):
+        if config.pilot:
+            indexed = select(config, gen, indexed, folder)
+        todo = []
+        for index, question in indexed:
             piece = pieces / f"{index:05d}.json"
             if piece.exists():
-                done.append(json.loads(piece.read_text()))
-                continue
-            before = _usage(cache)
+                done.append((index, json.loads(piece.read_text())))
+            else:
+                todo.append((index, question))
+        # a batch back end gathers concurrent calls into one batch: every question at once
+        # makes each level of the whole run one batch; other back ends go question by question
+        batched = getattr(debater, "batched", False) or getattr(judge, "batched", False)
+        lock = threading.Lock()
+
+        def one(item):
+            index, question = item
             try:
                 pools, text = gen.question(question)
             except ReplyError as exc:
-                failures.append({"question_id": question.id, "error": str(exc)})
-                _add_usage(failed_usage, _usage(cache, since=before))
-                continue
+                with lock:
+                    failures.append({"question_id": question.id, "error": str(exc)})
+                    _add_usage(failed_usage, gen.take_usage(question))
+                return
             # a question's tokens travel with it, so a resumed run's totals count the
             # questions finished in earlier sessions (their calls are not made again)
-            record = {"pools": pools, "transcript": text, "usage": _usage(cache, since=before)}
-            write_json(piece, record)
-            done.append(record)
+            record = {"pools": pools, "transcript": text, "usage": gen.take_usage(question)}
+            write_json(pieces / f"{index:05d}.json", record)
+            with lock:
+                done.append((index, record))
+
+        if batched and todo:
+            with ThreadPoolExecutor(max_workers=len(todo)) as pool:
+                list(pool.map(one, todo))
+        else:
+            for item in todo:
+                one(item)
+        done = [d for _, d in sorted(done, key=lambda x: x[0])]
     finally:
         gen.close()
+        for m in {id(debater): debater, id(judge): judge}.values():
+            getattr(m, "close", lambda: None)()
         for bar in bars.values():
             bar.close()
         folder.extra["calls"] = {role: dict(c) for role, c in cache.counts.items()}
@@ -226,12 +316,57 @@ def run(config: PoolsConfig, folder: RunFolder) -> dict:
     _write_jsonl(folder.path / "transcripts.jsonl", [d["transcript"] for d in done])
     _write_jsonl(folder.path / "failures.jsonl", failures)
     usage = dict(failed_usage)
+    if (folder.path / "selection.json").exists():
+        _add_usage(usage, json.loads((folder.path / "selection.json").read_text())["usage"])
     for d in done:
         _add_usage(usage, d.get("usage", {}))
     metrics = summary(config, done, failures, folder.extra["calls"], usage)
     metrics["wall_time_s"] = round(time.perf_counter() - start_time, 1)
     (folder.path / "report.md").write_text(report(config, task.name, metrics))
     return metrics
+
+
+def select(config: PoolsConfig, gen: PoolGenerator, indexed: list, folder: RunFolder) -> list:
+    """The study's question selection: ``config.pilot`` proposals per candidate, kept where the
+    pilot accuracy lies in ``config.keep``; recorded in ``selection.json`` (resumable: the pilot
+    calls are cached)."""
+    low, high = config.keep_range()
+    path = folder.path / "selection.json"
+    if path.exists():  # a resumed run: the selection was made in an earlier sitting
+        old = json.loads(path.read_text())
+        if old.get("attempts") == config.pilot and old.get("keep") == [low, high] and \
+                old.get("keep_at_most") == config.keep_at_most:  # fmt: skip
+            by_index = dict(indexed)
+            return [(row["index"], by_index[row["index"]]) for row in old["questions"]
+                    if row["kept"]]  # fmt: skip
+    rows, kept, usage = [], [], {}
+    bar = progress(total=len(indexed), desc="pilot questions", leave=False,
+                   enabled=folder.progress)  # fmt: skip
+    with bar:
+        for index, question in indexed:
+            correct = gen.pilot(question, config.pilot)
+            _add_usage(usage, gen.take_usage(question))
+            accuracy = sum(correct) / len(correct)
+            keep = low < accuracy <= high and (config.keep_at_most is None
+                                               or len(kept) < config.keep_at_most)  # fmt: skip
+            rows.append({"index": index, "question_id": question.id, "correct": correct,
+                         "accuracy": accuracy, "in_range": low < accuracy <= high,
+                         "kept": keep})  # fmt: skip
+            if keep:
+                kept.append((index, question))
+            bar.update(1)
+            if config.keep_at_most is not None and len(kept) >= config.keep_at_most:
+                break
+    write_json(path, {"attempts": config.pilot, "keep": [low, high],
+                      "rule": "low < accuracy <= high", "keep_at_most": config.keep_at_most,
+                      "candidates_tried": len(rows), "kept": len(kept),
+                      "usage": usage, "questions": rows})  # fmt: skip
+    folder.echo(f"pilot: {len(kept)} of {len(rows)} candidate questions kept "
+                f"({low:g} < accuracy <= {high:g} over {config.pilot} attempts)")  # fmt: skip
+    if not kept:
+        raise ValueError(f"the pilot kept no question of --questions {config.questions} (pilot "
+                         f"accuracies in selection.json): widen --keep or give more candidates")  # fmt: skip
+    return kept
 
 
 def _usage(cache: CallCache, since: dict | None = None) -> dict[str, list[int]]:

@@ -8,6 +8,7 @@ the plain-data codec), ``verify`` (verdicts the model's code cannot forge), ``ca
 (proposals, critiques, rebuttals, verdicts). Nothing here imports torch.
 """
 
+from . import gym, providers  # noqa: F401 - they register the gym task and the paid back ends
 from .backends import (
     BACKENDS,
     Backend,

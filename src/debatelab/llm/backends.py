@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import threading
+import queue
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -122,11 +123,12 @@ def smollm2_path() -> Path:
 
 
 class LlamaCppModel:
-    """A GGUF model in this process through llama-cpp-python; one call at a time."""
+    """A GGUF model in this process through llama-cpp-python: ``copies`` instances of one thread
+    each, one call at a time per instance (llama.cpp releases the GIL, so threads that call two
+    instances run on two cores). Every call starts from a reset context with its own seed, so a
+    reply does not depend on which instance served it."""
 
-    concurrency = 1
-
-    def __init__(self, path: str | Path, n_ctx: int = 8192, threads: int = 1):
+    def __init__(self, path: str | Path, n_ctx: int = 8192, threads: int = 1, copies: int = 1):
         try:
             from llama_cpp import Llama
         except ImportError:
@@ -138,47 +140,75 @@ class LlamaCppModel:
         path = Path(path)
         if not path.is_file():
             raise BackendError(f"no GGUF model file at {path}")
+        if copies < 1:
+            raise ValueError(f"copies must be at least 1, got {copies}")
         self.path = path
         self.name = f"llamacpp:{path.name}:{path.stat().st_size}"
-        self._lock = threading.Lock()
-        self._llm = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads,
-                          n_threads_batch=threads, verbose=False, seed=0)  # fmt: skip
-        self._format = _chat_formatter(self._llm)
+        self.concurrency = copies
+        self._free: queue.SimpleQueue = queue.SimpleQueue()
+        for _ in range(copies):
+            self._free.put(Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads,
+                                 n_threads_batch=threads, verbose=False, seed=0))  # fmt: skip
+        with self._instance() as llm:
+            self._format = _chat_formatter(llm)
+
+    @contextmanager
+    def _instance(self):
+        llm = self._free.get()
+        try:
+            yield llm
+        finally:
+            self._free.put(llm)
 
     def chat(self, messages: list[dict], *, temperature: float, max_tokens: int,
              seed: int) -> Reply:  # fmt: skip
-        with self._lock:
-            self._llm.reset()  # no prefix reuse: a resumed call equals the uninterrupted one
+        with self._instance() as llm:
+            llm.reset()  # no prefix reuse: a resumed call equals the uninterrupted one
             try:
-                out = self._llm.create_chat_completion(messages, temperature=temperature,
-                                                       max_tokens=max_tokens, seed=seed)  # fmt: skip
+                out = llm.create_chat_completion(messages, temperature=temperature,
+                                                 max_tokens=max_tokens, seed=seed)  # fmt: skip
             except ValueError as exc:  # e.g. the prompt exceeds the context window
                 raise ReplyError(str(exc)) from None
         usage = out["usage"]
         return Reply(out["choices"][0]["message"]["content"] or "", usage["prompt_tokens"],
                      usage["completion_tokens"])  # fmt: skip
 
-    def verdict(self, messages: list[dict], candidates: tuple[str, ...]) -> Reply:
+    def _next_token_logprobs(self, messages: list[dict], candidates=(), top: int = 0):
+        """Log-probabilities over the vocabulary of the reply's first token, the ids of
+        ``candidates`` and the ``top`` likeliest tokens' texts, from one evaluation of the
+        prompt."""
         import llama_cpp
 
-        with self._lock:
-            ids = [self._token_id(c) for c in candidates]
+        with self._instance() as llm:
+            ids = [self._token_id(llm, c) for c in candidates]
             prompt = self._format(messages=messages).prompt
-            tokens = self._llm.tokenize(prompt.encode(), add_bos=False, special=True)
-            if len(tokens) >= self._llm.n_ctx():
+            tokens = llm.tokenize(prompt.encode(), add_bos=False, special=True)
+            if len(tokens) >= llm.n_ctx():
                 raise ReplyError(f"the judge's prompt has {len(tokens)} tokens, more than the "
-                                 f"context window of {self._llm.n_ctx()}")  # fmt: skip
-            self._llm.reset()
-            self._llm.eval(tokens)
-            raw = llama_cpp.llama_get_logits_ith(self._llm._ctx.ctx, -1)
-            logits = np.ctypeslib.as_array(raw, shape=(self._llm.n_vocab(),)).astype(np.float64)
-        top = logits.max()
-        logz = top + np.log(np.exp(logits - top).sum())
-        return Reply("", len(tokens), 1, {c: float(logits[i] - logz) for c, i in
-                                           zip(candidates, ids, strict=True)})  # fmt: skip
+                                 f"context window of {llm.n_ctx()}")  # fmt: skip
+            llm.reset()
+            llm.eval(tokens)
+            raw = llama_cpp.llama_get_logits_ith(llm._ctx.ctx, -1)
+            logits = np.ctypeslib.as_array(raw, shape=(llm.n_vocab(),)).astype(np.float64)
+            peak = logits.max()
+            logp = logits - (peak + np.log(np.exp(logits - peak).sum()))
+            best = {}
+            for i in np.argsort(-logp)[:top]:
+                best.setdefault(llm.detokenize([int(i)]).decode(errors="replace"), float(logp[i]))
+            return len(tokens), logp, ids, best
 
-    def _token_id(self, text: str) -> int:
-        ids = self._llm.tokenize(text.encode(), add_bos=False, special=False)
+    def verdict(self, messages: list[dict], candidates: tuple[str, ...]) -> Reply:
+        n_prompt, logp, ids, _ = self._next_token_logprobs(messages, candidates)
+        return Reply("", n_prompt, 1, {c: float(logp[i]) for c, i in
+                                       zip(candidates, ids, strict=True)})  # fmt: skip
+
+    def top_logprobs(self, messages: list[dict], k: int) -> dict[str, float]:
+        """The ``k`` likeliest first tokens of the reply with their log-probabilities (what an
+        OpenAI-compatible server returns as ``top_logprobs``)."""
+        return self._next_token_logprobs(messages, top=k)[3]
+
+    def _token_id(self, llm, text: str) -> int:
+        ids = llm.tokenize(text.encode(), add_bos=False, special=False)
         if len(ids) != 1:
             raise BackendError(f"verdict candidate {text!r} is {len(ids)} tokens for "
                                f"{self.path.name}; choose candidates that are one token each")  # fmt: skip
@@ -240,34 +270,49 @@ class OpenAIModel:
              seed: int) -> Reply:  # fmt: skip
         out = self._create(messages=messages, temperature=temperature, max_tokens=max_tokens,
                            seed=seed)  # fmt: skip
-        choice = _first_choice(out, self.name)
-        text = getattr(getattr(choice, "message", None), "content", None)
-        if not isinstance(text, str):
-            raise ReplyError(f"{self.name}: a reply without text")
-        return Reply(text, *_usage(out))  # checked on use (CallCache.call), cached as it came
+        return chat_reply(out, self.name)  # checked on use (CallCache.call), cached as it came
 
     def verdict(self, messages: list[dict], candidates: tuple[str, ...]) -> Reply:
-        out = self._create(messages=messages, temperature=0.0, max_tokens=1, logprobs=True,
-                           top_logprobs=TOP_LOGPROBS, seed=0)  # fmt: skip
-        choice = _first_choice(out, self.name)
-        content = getattr(getattr(choice, "logprobs", None), "content", None)
-        if not content:
-            raise ReplyError(f"{self.name}: no log-probabilities in the reply; the server must "
-                             "support logprobs/top_logprobs for a judge")  # fmt: skip
-        seen: dict[str, float] = {}
-        try:
-            for item in content[0].top_logprobs or []:
-                key, value = item.token.strip(), item.logprob
-                if type(value) not in (int, float):
-                    raise ReplyError(f"{self.name}: the log-probability of {key!r} is "
-                                     f"{value!r}, not a number")  # fmt: skip
-                # NaN, inf or > 0 stay as they came: Reply.check makes them a failure on use
-                old = seen.get(key)
-                seen[key] = float(value) if old is None or not value <= old else old
-        except (AttributeError, TypeError, IndexError, KeyError) as exc:
-            raise ReplyError(f"{self.name}: malformed log-probabilities "
-                             f"({type(exc).__name__})") from None  # fmt: skip
-        return Reply("", _usage(out)[0], 1, {c: seen.get(c.strip()) for c in candidates})
+        out = self._create(**verdict_request(messages))
+        return verdict_reply(out, candidates, self.name)
+
+
+def verdict_request(messages: list[dict]) -> dict:
+    """The chat-completion settings of a single-token verdict with its top log-probabilities."""
+    return {"messages": messages, "temperature": 0.0, "max_tokens": 1, "logprobs": True,
+            "top_logprobs": TOP_LOGPROBS, "seed": 0}  # fmt: skip
+
+
+def chat_reply(out, name: str) -> Reply:
+    """The reply of a chat completion (the client's object, from a server or a batch file)."""
+    choice = _first_choice(out, name)
+    text = getattr(getattr(choice, "message", None), "content", None)
+    if not isinstance(text, str):
+        raise ReplyError(f"{name}: a reply without text")
+    return Reply(text, *_usage(out))
+
+
+def verdict_reply(out, candidates: tuple[str, ...], name: str) -> Reply:
+    """The candidates' log-probabilities from a single-token chat completion's top ones."""
+    choice = _first_choice(out, name)
+    content = getattr(getattr(choice, "logprobs", None), "content", None)
+    if not content:
+        raise ReplyError(f"{name}: no log-probabilities in the reply; the server must "
+                         "support logprobs/top_logprobs for a judge")  # fmt: skip
+    seen: dict[str, float] = {}
+    try:
+        for item in content[0].top_logprobs or []:
+            key, value = item.token.strip(), item.logprob
+            if type(value) not in (int, float):
+                raise ReplyError(f"{name}: the log-probability of {key!r} is "
+                                 f"{value!r}, not a number")  # fmt: skip
+            # NaN, inf or > 0 stay as they came: Reply.check makes them a failure on use
+            old = seen.get(key)
+            seen[key] = float(value) if old is None or not value <= old else old
+    except (AttributeError, TypeError, IndexError, KeyError) as exc:
+        raise ReplyError(f"{name}: malformed log-probabilities "
+                         f"({type(exc).__name__})") from None  # fmt: skip
+    return Reply("", _usage(out)[0], 1, {c: seen.get(c.strip()) for c in candidates})
 
 
 def _first_choice(out, name: str):
@@ -293,6 +338,14 @@ class ModelOptions:
     """Context window of an in-process model, in tokens."""
     retries: int = 4
     timeout: float = DEFAULT_TIMEOUT
+    copies: int = 1
+    """Instances of an in-process model, one thread each (one per core)."""
+    state_dir: str | None = None
+    """Where batch back ends keep their journal (default: the cache folder's llm/)."""
+    poll_seconds: float = 30.0
+    """How often a batch back end asks whether its batches have ended."""
+    gather_seconds: float = 2.0
+    """How long a batch back end waits for more calls before it submits a batch."""
 
 
 @dataclass(frozen=True)
@@ -307,6 +360,11 @@ class Backend:
     summary: str = ""
     check: Callable[[str], None] | None = None
     """Checks ``MODEL`` before any work (raises ValueError); None accepts any non-empty one."""
+    logprobs: bool = True
+    """Whether its verdicts can be single tokens' log-probabilities (else only a
+    chain-of-thought judge, ``--judge-samples``, can use it)."""
+    discount: float = 1.0
+    """Its price as a fraction of the prices given (batch APIs: 0.5)."""
 
 
 def _check_backend(name: str, obj: object) -> Backend:
@@ -342,18 +400,17 @@ def parse_model_spec(spec: str | None) -> tuple[Backend, str]:
                      f"{forms[-1]}")  # fmt: skip
 
 
-def load_model(spec: str | None, *, concurrency: int = 8, n_ctx: int = 8192, retries: int = 4,
-               timeout: float = DEFAULT_TIMEOUT):  # fmt: skip
-    """The back end named ``spec`` (``BACKEND:MODEL``; ``None`` for the embedded default)."""
+def load_model(spec: str | None, options: ModelOptions | None = None, **settings):
+    """The back end named ``spec`` (``BACKEND:MODEL``; ``None`` for the embedded default), built
+    with ``options`` (or a :class:`ModelOptions` of ``settings``)."""
     backend, model = parse_model_spec(spec)
-    options = ModelOptions(concurrency=concurrency, context=n_ctx, retries=retries,
-                           timeout=timeout)  # fmt: skip
+    options = options or ModelOptions(**settings)
     return backend.load(model, options)
 
 
 def _llamacpp(model: str, options: ModelOptions) -> LlamaCppModel:
     path = smollm2_path() if model == "smollm2" else Path(model).expanduser()
-    return LlamaCppModel(path, n_ctx=options.context)
+    return LlamaCppModel(path, n_ctx=options.context, copies=options.copies)
 
 
 def _openai(model: str, options: ModelOptions) -> OpenAIModel:

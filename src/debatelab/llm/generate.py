@@ -17,6 +17,8 @@ nothing: finished calls are in the cache and finished questions in their own fil
 from __future__ import annotations
 
 import hashlib
+import re
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -27,8 +29,8 @@ from .backends import Reply, ReplyError, verdict_score
 from .cache import CallCache, call_key
 from .tasks import Question
 
-ROLES = ("proposer", "critic", "rebuttal", "judge", "control", "verifier")
-TEMPLATES = ("proposal", "critique", "rebuttal", "judge", "control")
+ROLES = ("pilot", "proposer", "critic", "rebuttal", "judge", "control", "verifier")
+TEMPLATES = ("proposal", "critique", "rebuttal", "judge", "judge_cot", "control")
 
 
 @dataclass(frozen=True)
@@ -50,11 +52,19 @@ class PoolPlan:
     yes: tuple[str, ...] = ("Yes", "yes")
     no: tuple[str, ...] = ("No", "no")
     seed: int = 0
+    judge_samples: int = 0
+    """0: the judge's single-token verdict, P(yes) / (P(yes) + P(no)). K: the chain-of-thought
+    judge, K sampled verdicts per leaf, scored by the fraction of the verdicts given that say
+    yes (0.5 when none of the K gives one)."""
+    judge_tokens: int = 256
+    """Most tokens of one chain-of-thought verdict."""
 
     def __post_init__(self):
         for name in ("n", "m", "r", "proposal_tokens", "critique_tokens", "rebuttal_tokens"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.judge_samples < 0:
+            raise ValueError(f"judge_samples must be at least 0, got {self.judge_samples}")
         if self.depth not in (1, 2, 3):
             raise ValueError(f"depth must be 1, 2 or 3, got {self.depth}")
         if not self.yes or not self.no or set(self.yes) & set(self.no):
@@ -66,7 +76,8 @@ class PoolPlan:
         leaves = n + (n * m if d >= 2 else 0) + (n * m * r if d >= 3 else 0)
         out = {"proposer": n, "critic": n * m if d >= 2 else 0,
                "rebuttal": n * m * r if d >= 3 else 0,
-               "judge": (leaves + (n if self.control else 0)) * (2 if self.swap else 1),
+               "judge": (leaves + (n if self.control else 0)) * (2 if self.swap else 1)
+                        * max(1, self.judge_samples),
                "control": n if self.control else 0}  # fmt: skip
         return out
 
@@ -86,7 +97,8 @@ def load_templates(folder: str | Path | None = None) -> dict[str, str]:
     fields = {"proposal": {"question"}, "control": {"question"},
               "critique": {"question", "proposal"},
               "rebuttal": {"question", "proposal", "critique"},
-              "judge": {"question", "transcript", "options"}}  # fmt: skip
+              "judge": {"question", "transcript", "options"},
+              "judge_cot": {"question", "transcript"}}  # fmt: skip
     for name, text in out.items():
         try:
             text.format(**dict.fromkeys(fields[name], ""))
@@ -126,6 +138,21 @@ class PoolGenerator:
         workers = max(debater.concurrency, judge.concurrency)
         self._pool = ThreadPoolExecutor(max_workers=workers)
         self._verifiers = ThreadPoolExecutor(max_workers=2)
+        self._usage: dict[str, dict[str, list[int]]] = {}
+        self._usage_lock = threading.Lock()
+
+    def _tally(self, question: Question, role: str, reply: Reply) -> Reply:
+        with self._usage_lock:
+            count = self._usage.setdefault(question.id, {}).setdefault(role, [0, 0])
+            count[0] += reply.prompt_tokens
+            count[1] += reply.completion_tokens
+        return reply
+
+    def take_usage(self, question: Question) -> dict[str, list[int]]:
+        """Input and output tokens per role of ``question``'s calls so far (made or served from
+        the cache), forgotten here once taken."""
+        with self._usage_lock:
+            return self._usage.pop(question.id, {})
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
@@ -139,13 +166,9 @@ class PoolGenerator:
                     "seed": self.plan.seed}  # fmt: skip
         key = call_key(self.debater.name, "chat", messages, settings, hash_path(path))
         seed = sample_seed(self.plan.seed, question.id, role, path)
-        return self.cache.call(
-            role,
-            key,
-            lambda: self.debater.chat(
-                messages, temperature=self.plan.temperature, max_tokens=max_tokens, seed=seed
-            ),
-        )
+        reply = self.cache.call(role, key, lambda: self.debater.chat(
+            messages, temperature=self.plan.temperature, max_tokens=max_tokens, seed=seed))  # fmt: skip
+        return self._tally(question, role, reply)
 
     def _verdict(self, question: Question, text: str, order: int) -> float:
         yes, no = self.plan.yes, self.plan.no
@@ -154,9 +177,33 @@ class PoolGenerator:
                                                         transcript=text, options=options))  # fmt: skip
         key = call_key(self.judge.name, "verdict", messages, {"candidates": yes + no}, 0)
         reply = self.cache.call("judge", key, lambda: self.judge.verdict(messages, yes + no))
+        self._tally(question, "judge", reply)
         return verdict_score(reply.logprobs, yes, no)
 
+    def _cot_verdicts(self, question: Question, text: str) -> list[bool | None]:
+        """The chain-of-thought judge's K sampled verdicts on one leaf (None: none given)."""
+        messages = _user(self.templates["judge_cot"].format(question=question.prompt,
+                                                            transcript=text))  # fmt: skip
+        settings = {"temperature": self.plan.temperature, "max_tokens": self.plan.judge_tokens,
+                    "seed": self.plan.seed}  # fmt: skip
+        leaf = int.from_bytes(hashlib.sha256(text.encode()).digest()[:6], "little")
+        out = []
+        for k in range(self.plan.judge_samples):
+            key = call_key(self.judge.name, "chat", messages, settings, hash_path((leaf, k)))
+            seed = sample_seed(self.plan.seed, question.id, "judge", (leaf, k))
+            reply = self.cache.call("judge", key, lambda s=seed: self.judge.chat(
+                messages, temperature=self.plan.temperature, max_tokens=self.plan.judge_tokens,
+                seed=s))  # fmt: skip
+            self._tally(question, "judge", reply)
+            out.append(cot_verdict(reply.text, self.plan.yes, self.plan.no))
+        return out
+
     def _score(self, question: Question, text: str) -> float:
+        if self.plan.judge_samples:
+            # the frequency of yes among the verdicts given; samples that give none (cut off
+            # by --judge-tokens, or rambling) abstain, and a leaf where all abstain scores 0.5
+            given = [v for v in self._cot_verdicts(question, text) if v is not None]
+            return sum(given) / len(given) if given else 0.5
         orders = (0, 1) if self.plan.swap else (0,)
         return sum(self._verdict(question, text, o) for o in orders) / len(orders)
 
@@ -176,6 +223,18 @@ class PoolGenerator:
 
         futures = [(pool or self._pool).submit(one, item) for item in items]
         return [f.result() for f in futures]
+
+    # -- question selection ----------------------------------------------------------------
+    def pilot(self, question: Question, attempts: int) -> list[float]:
+        """The correctness of ``attempts`` proposals to ``question`` drawn for selection only:
+        their sample paths (``(-1, i)``) and seeds differ from the pool's, so the pools that
+        follow are independent of the draws that selected their question."""
+        prompt = self.templates["proposal"].format(question=question.prompt)
+        replies = self._map("pilot", lambda i: self._chat(
+            "pilot", question, (-1, i), prompt, self.plan.proposal_tokens), list(range(attempts)))  # fmt: skip
+        checked = self._map("verifier", lambda rep: self._check(question, rep.text), replies,
+                            self._verifiers)  # fmt: skip
+        return [c["correct"] for c in checked]
 
     # -- one question --------------------------------------------------------------------------
     def question(self, question: Question) -> tuple[list[dict], dict]:
@@ -283,6 +342,23 @@ class PoolGenerator:
             pool["proposals"].append(entry)
             text.append(shown)
         return pool, text
+
+
+_VERDICT = re.compile(r"verdict\W{0,5}(\w+)", re.IGNORECASE)
+
+
+def cot_verdict(text: str, yes: tuple[str, ...], no: tuple[str, ...]) -> bool | None:
+    """The verdict a chain-of-thought judge gave: the word after its last "Verdict:", else its
+    last yes or no word; None when it gave none."""
+    yes_words, no_words = {w.lower() for w in yes}, {w.lower() for w in no}
+    found = _VERDICT.findall(text)
+    if found and found[-1].lower() in yes_words | no_words:
+        return found[-1].lower() in yes_words
+    words = [w.lower() for w in re.findall(r"\w+", text)]
+    for word in reversed(words):
+        if word in yes_words | no_words:
+            return word in yes_words
+    return None
 
 
 def hash_path(path: tuple[int, ...]) -> int:
