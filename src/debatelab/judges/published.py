@@ -18,8 +18,6 @@ arrays under ``curves/<folder>/``.
 
 from __future__ import annotations
 
-import hashlib
-import http.client
 import os
 import urllib.error
 import urllib.parse
@@ -28,7 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..atomic import atomic_path
+from ..download import DownloadError, download_checked, intact, sha256_of
 from ..errors import DebatelabError
 from ..paths import OFFLINE_ENV, PUBLISHED_URL_ENV, cache_dir, offline
 from ..progress import progress as progress_bar
@@ -36,7 +34,6 @@ from .published_manifest import COMMIT, REPOSITORY, TABLE
 
 DEFAULT_URL = f"https://raw.githubusercontent.com/{REPOSITORY}/{COMMIT}/"
 """Where the files are downloaded from, by default: the repository's raw files at the commit."""
-TIMEOUT = 60
 """Seconds a download may wait for the server before it fails."""
 #: (design, dataset variant) -> the repository's folder of its 13 judges.
 FOLDERS = {
@@ -154,16 +151,8 @@ def base_url(url: str | None = None) -> str:
     return url if url.endswith("/") else url + "/"
 
 
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _intact(path: Path, entry: Entry) -> bool:
-    return path.is_file() and path.stat().st_size == entry.size and sha256_of(path) == entry.sha256
+    return intact(path, entry.size, entry.sha256)
 
 
 def fetch(entries: Iterable[Entry], cache: str | os.PathLike | None = None,
@@ -198,35 +187,19 @@ def _download(entry: Entry, dest: Path, source: str, bar) -> None:
     """Download one file into ``dest`` atomically; refuse it (keeping nothing) unless its size
     and sha256 are the manifest's."""
     url = source + urllib.parse.quote(entry.path)
-    digest, size = hashlib.sha256(), 0
-    with atomic_path(dest) as tmp, tmp.open("wb") as out:
-        try:
-            with urllib.request.urlopen(url, timeout=TIMEOUT) as response:
-                for block in iter(lambda: response.read(1 << 16), b""):
-                    size += len(block)
-                    if size > entry.size:  # no use reading on: it cannot match
-                        break
-                    out.write(block)
-                    digest.update(block)
-                    bar.update(len(block))
-        except (urllib.error.URLError, http.client.HTTPException, TimeoutError, OSError) as exc:
-            reason = getattr(exc, "reason", None) or exc
+    try:
+        download_checked(url, dest, entry.size, entry.sha256, bar)
+    except DownloadError as exc:
+        if "was not kept" in str(exc):
             raise PublishedError(
-                f"could not download {entry.path} from {url} ({reason}); check the network (or "
-                f"${PUBLISHED_URL_ENV}) and run again, or give --published DIR, {HOW_TO_COPY}"
-            ) from exc
-        if size != entry.size or digest.hexdigest() != entry.sha256:
-            if size != entry.size:
-                more = "more than " if size > entry.size else ""
-                got, want = f"{more}{min(size, entry.size):,} bytes", f"{entry.size:,} bytes"
-            else:
-                got, want = f"sha256 {digest.hexdigest()}", f"sha256 {entry.sha256}"
-            raise PublishedError(
-                f"{entry.path}: the download from {url} has {got}, the manifest says {want}, so "
-                "it was not kept. Run the command again to retry; if it fails again, that server "
-                f"does not hold commit {COMMIT[:8]} of {REPOSITORY} (check ${PUBLISHED_URL_ENV}): "
-                f"give --published DIR, {HOW_TO_COPY}"
-            )
+                f"{entry.path}: {exc}. Run the command again to retry; if it fails again, that "
+                f"server does not hold commit {COMMIT[:8]} of {REPOSITORY} (check "
+                f"${PUBLISHED_URL_ENV}): give --published DIR, {HOW_TO_COPY}"
+            ) from None
+        raise PublishedError(
+            f"{exc}; check the network (or ${PUBLISHED_URL_ENV}) and run again, or give "
+            f"--published DIR, {HOW_TO_COPY}"
+        ) from exc
 
 
 def manifest_of(copy: PublishedCopy) -> str:

