@@ -60,6 +60,9 @@ EXPERIMENTS = {
                      "the search agents.", "run"),
     "pools generate": ("pools", "PoolsConfig",
                        "Generate, verify and judge pools of proposals, critiques and rebuttals."),
+    "pools plan": ("pools_plan", "PlanConfig",
+                   "From a pilot run: the questions and pool sizes an interval width needs, "
+                   "and their cost."),
 }  # fmt: skip
 #: Groups of experiment commands (``debatelab judges train``): group name -> summary.
 GROUPS = {
