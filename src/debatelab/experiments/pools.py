@@ -27,6 +27,7 @@ from ..llm.backends import (
 )
 from ..llm.cache import CallCache
 from ..llm.generate import ROLES, PoolGenerator, PoolPlan, load_templates
+from ..llm.providers import BATCH_DISCOUNT
 from ..llm.sandbox import SandboxLimits, check_available
 from ..llm.tasks import parse_task
 from ..options import WORKERS
@@ -199,17 +200,22 @@ def projection(config: PoolsConfig, questions) -> dict:
                 "judge": plan.judge_tokens if plan.judge_samples else 1}  # fmt: skip
     tokens = {role: (round(calls[role] * prompt_of[role]), calls[role] * reply_of[role])
               for role in calls}  # fmt: skip
-    return {"calls": calls, "tokens": tokens, "cost_usd": cost(config, tokens)}
+    return {"calls": calls, "tokens": tokens, "cost_usd": cost(config, tokens),
+            "cost_usd_sync": cost(config, tokens, 1.0),
+            "cost_usd_batch": cost(config, tokens, BATCH_DISCOUNT)}  # fmt: skip
 
 
-def cost(config: PoolsConfig, tokens: dict[str, tuple[int, int]]) -> float:
-    """USD for ``tokens`` per role at the given prices, each back end's discount applied."""
+def cost(config: PoolsConfig, tokens: dict[str, tuple[int, int]],
+         discount: float | None = None) -> float:  # fmt: skip
+    """USD for ``tokens`` per role at the given prices, with each back end's discount (or the
+    ``discount`` given, for every role)."""
     total = 0.0
     for role, (inp, out) in tokens.items():
         judge = role == "judge"
         prices = _prices(config.judge_prices if judge else config.debater_prices, "")
         backend, _ = parse_model_spec(config.judge if judge else config.debater)
-        total += (inp * prices[0] + out * prices[1]) / 1e6 * backend.discount
+        factor = backend.discount if discount is None else discount
+        total += (inp * prices[0] + out * prices[1]) / 1e6 * factor
     return round(total, 4)
 
 
@@ -232,7 +238,9 @@ def run(config: PoolsConfig, folder: RunFolder) -> dict:
              + ", ".join(f"{v:,} {k} calls" for k, v in projected["calls"].items() if v),
              f"at most {sum(t[0] for t in projected['tokens'].values()):,} input and "
              f"{sum(t[1] for t in projected['tokens'].values()):,} output tokens; projected "
-             f"cost ${projected['cost_usd']:,.2f} (before the cache)"]  # fmt: skip
+             f"cost ${projected['cost_usd']:,.2f} with these back ends (before the cache; "
+             f"${projected['cost_usd_sync']:,.2f} at synchronous prices, "
+             f"${projected['cost_usd_batch']:,.2f} through batch APIs)"]  # fmt: skip
     for line in lines:
         folder.echo(line)
     if config.dry_run:
