@@ -218,3 +218,87 @@ def test_a_killed_run_resumes_its_batch_without_resubmitting(tmp_path, responder
     assert resumed == again
     scores = [p["score"] for pool in resumed for p in pool["proposals"]]
     assert all(s in (0.0, 0.5, 1.0) for s in scores)  # two CoT verdicts per leaf
+
+
+class _SlowProvider:
+    """A provider in memory whose ``ended`` waits for the test (to force an interleaving of the
+    poller and a late caller); every request succeeds with its custom_id as text."""
+
+    name, discount = "slow", 0.5
+
+    def __init__(self):
+        import threading
+
+        self.release = threading.Event()
+        self.polled = threading.Event()
+        self.submitted: list[list[str]] = []
+
+    def chat_body(self, messages, temperature, max_tokens, seed):
+        return {"messages": messages}
+
+    def verdict_body(self, messages):
+        return {"messages": messages}
+
+    def submit(self, requests):
+        self.submitted.append([cid for cid, _ in requests])
+        return f"b{len(self.submitted)}"
+
+    def ended(self, batch_id):
+        self.polled.set()
+        return self.release.wait(timeout=30)
+
+    def results(self, batch_id, custom_ids):
+        from debatelab.llm.batch import Outcome
+
+        return {cid: Outcome("ok", cid) for cid in custom_ids}
+
+    def chat_reply(self, value):
+        from debatelab.llm.backends import Reply
+
+        return Reply(str(value), 1, 1)
+
+    def verdict_reply(self, value, candidates):
+        raise AssertionError("not used")
+
+
+def test_a_caller_joining_a_batch_while_it_is_polled_is_answered(tmp_path):
+    """A resumed run's callers of one journaled batch arrive one by one; one that arrives while
+    the poller is asking about that batch must still get its reply (it once waited forever)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from debatelab.llm.batch import BatchJournal, BatchModel
+
+    provider = _SlowProvider()
+    first = BatchModel(provider, tmp_path / "j.sqlite", poll_seconds=0.05, gather_seconds=0.0)
+    ids = [first._custom_id(provider.chat_body(HI, 0.7, 8, s), s) for s in (1, 2)]
+    first.close()
+    BatchJournal(tmp_path / "j.sqlite").record("slow", "b0", ids, {})  # an earlier sitting's
+    model = BatchModel(provider, tmp_path / "j.sqlite", poll_seconds=0.05, gather_seconds=0.0)
+    with ThreadPoolExecutor(2) as pool:
+        a = pool.submit(model.chat, HI, temperature=0.7, max_tokens=8, seed=1)
+        assert provider.polled.wait(10)  # the poller is inside ended() for b0 with one caller
+        b = pool.submit(model.chat, HI, temperature=0.7, max_tokens=8, seed=2)
+        time.sleep(0.2)
+        provider.release.set()
+        assert a.result(timeout=10).text == ids[0]
+        assert b.result(timeout=10).text == ids[1]
+    assert provider.submitted == []  # both were answered from the journaled batch
+    model.close()
+
+
+def test_closing_a_batch_model_fails_its_waiting_calls(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from debatelab.llm.batch import BatchModel
+
+    provider = _SlowProvider()
+    model = BatchModel(provider, tmp_path / "j.sqlite", poll_seconds=0.05, gather_seconds=0.0)
+    with ThreadPoolExecutor(1) as pool:
+        waiting = pool.submit(model.chat, HI, temperature=0.7, max_tokens=8, seed=1)
+        assert provider.polled.wait(10)
+        model.close()
+        with pytest.raises(BackendError, match="closed"):
+            waiting.result(timeout=10)
+    with pytest.raises(BackendError):
+        model.chat(HI, temperature=0.7, max_tokens=8, seed=2)
+    provider.release.set()

@@ -313,9 +313,10 @@ def run(config: PoolsConfig, folder: RunFolder) -> dict:
                 one(item)
         done = [d for _, d in sorted(done, key=lambda x: x[0])]
     finally:
-        gen.close()
+        # models first: a batch model fails its waiting calls, so the generator's workers end
         for m in {id(debater): debater, id(judge): judge}.values():
             getattr(m, "close", lambda: None)()
+        gen.close()
         for bar in bars.values():
             bar.close()
         folder.extra["calls"] = {role: dict(c) for role, c in cache.counts.items()}
@@ -348,11 +349,18 @@ def select(config: PoolsConfig, gen: PoolGenerator, indexed: list, folder: RunFo
             return [(row["index"], by_index[row["index"]]) for row in old["questions"]
                     if row["kept"]]  # fmt: skip
     rows, kept, usage = [], [], {}
+    if getattr(gen.debater, "batched", False):  # one batch for every candidate's attempts
+        with ThreadPoolExecutor(max_workers=len(indexed)) as pool:
+            pilots = dict(zip((i for i, _ in indexed),
+                              pool.map(lambda iq: gen.pilot(iq[1], config.pilot), indexed),
+                              strict=True))  # fmt: skip
+    else:
+        pilots = {}
     bar = progress(total=len(indexed), desc="pilot questions", leave=False,
                    enabled=folder.progress)  # fmt: skip
     with bar:
         for index, question in indexed:
-            correct = gen.pilot(question, config.pilot)
+            correct = pilots[index] if index in pilots else gen.pilot(question, config.pilot)
             _add_usage(usage, gen.take_usage(question))
             accuracy = sum(correct) / len(correct)
             keep = low < accuracy <= high and (config.keep_at_most is None

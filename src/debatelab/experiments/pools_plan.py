@@ -3,7 +3,8 @@ stated contrast needs, and what they cost, estimated from a pilot run (debatelab
 
 Writes ``plan.csv`` (every candidate size with its questions, calls, tokens and cost) and
 ``report.md``; prints the cheapest candidates. Token counts per call come from the pilot's own
-usage, prices from --debater-prices / --judge-prices (synchronous prices; the batch column takes
+usage (every question's record), its judge (single-token or K chain-of-thought samples, swapped
+orders), prices from --debater-prices / --judge-prices (synchronous prices; the batch column takes
 the providers' 50 % discount), and the time on this machine scales the pilot's wall time by
 tokens (rough: a different model or back end runs at another speed).
 """
@@ -81,19 +82,35 @@ class PlanConfig:
         return n, m, r
 
 
-def _pilot_usage(pilot: Path) -> tuple[dict[str, tuple[float, float]], float | None]:
-    """Mean input and output tokens per call of each role in the pilot, and its wall time."""
-    metrics_path = pilot / "metrics.json" if pilot.is_dir() else None
-    if metrics_path is None or not metrics_path.is_file():
-        return {}, None
-    m = json.loads(metrics_path.read_text())
-    per_call = {}
-    for role in ("proposer", "critic", "rebuttal", "judge", "control"):
-        calls = m.get(f"{role}_calls_made", 0) + m.get(f"{role}_calls_cached", 0)
-        if calls:
-            per_call[role] = (m.get(f"{role}_prompt_tokens", 0) / calls,
-                              m.get(f"{role}_completion_tokens", 0) / calls)  # fmt: skip
-    return per_call, m.get("wall_time_s")
+def _pilot_run(pilot: Path) -> tuple[dict, dict[str, tuple[float, float]], float | None]:
+    """The pilot run's settings, its mean input and output tokens per call of each role (from
+    every question's record, whichever sitting made it) and its wall time when it ran in one
+    sitting (else None: a resumed run's wall time covers only its last sitting)."""
+    if not pilot.is_dir() or not (pilot / "config.json").is_file():
+        return {}, {}, None
+    config = json.loads((pilot / "config.json").read_text())
+    records = [json.loads(p.read_text()) for p in sorted((pilot / "questions").glob("*.json"))]
+    if not records:
+        return config, {}, None
+    plan = PoolPlan(n=config["n"], m=config["m"], r=config["r"],
+                    depth=protocol_depth(config["protocol"]), control=config["control"],
+                    swap=config.get("swap", False),
+                    judge_samples=config.get("judge_samples", 0))  # fmt: skip
+    calls = plan.calls()
+    usage: dict[str, list[int]] = {}
+    for record in records:
+        for role, (inp, out) in record.get("usage", {}).items():
+            u = usage.setdefault(role, [0, 0])
+            u[0], u[1] = u[0] + inp, u[1] + out
+    per_call = {role: (u[0] / (calls[role] * len(records)), u[1] / (calls[role] * len(records)))
+                for role, u in usage.items() if calls.get(role)}  # fmt: skip
+    wall = None
+    metrics_path = pilot / "metrics.json"
+    if metrics_path.is_file():
+        m = json.loads(metrics_path.read_text())
+        if not any(v for k, v in m.items() if k.endswith("_calls_cached")):
+            wall = m.get("wall_time_s")
+    return config, per_call, wall
 
 
 def candidates(config: PlanConfig, a, b) -> list[tuple[int, int, int]]:
@@ -120,12 +137,14 @@ def run(config: PlanConfig, folder: RunFolder) -> dict:
                          "proposals are sometimes right and sometimes wrong, e.g. a pilot run "
                          "with --pilot 8 selection")  # fmt: skip
     folder.seeds["bootstrap"] = config.seed
-    per_call, wall = _pilot_usage(pilot)
+    pilot_config, per_call, wall = _pilot_run(pilot)
     pilot_tokens = None
     if per_call and wall:
         pilot_metrics = json.loads((pilot / "metrics.json").read_text())
         pilot_tokens = sum(pilot_metrics.get(f"{r}_completion_tokens", 0)
                            + pilot_metrics.get(f"{r}_prompt_tokens", 0) / 4 for r in per_call)  # fmt: skip
+    judge_samples = pilot_config.get("judge_samples", 0)
+    swap = pilot_config.get("swap", False)
     depth = max(protocol_depth(a.protocol), protocol_depth(b.protocol))
     control = "control" in (a.arm, b.arm)
     prices = {"debater": _prices(config.debater_prices, "debater_prices"),
@@ -133,7 +152,8 @@ def run(config: PlanConfig, folder: RunFolder) -> dict:
     rows = []
     for n, m, r in candidates(config, a, b):
         q = comp.questions_for(config.width, n, m, r, config.confidence)
-        calls = PoolPlan(n=n, m=m, r=r, depth=depth, control=control).calls()
+        calls = PoolPlan(n=n, m=m, r=r, depth=depth, control=control, swap=swap,
+                         judge_samples=judge_samples).calls()  # fmt: skip
         row = {"N": n, "M": m, "R": r, "questions": q,
                "width": round(comp.width(q, n, m, r, config.confidence), 4),
                "calls": sum(calls.values()) * q}  # fmt: skip

@@ -130,6 +130,7 @@ class BatchModel:
         self._in_flight: dict[str, set[str]] = {}  # batch_id -> custom_ids
         self._fatal: BaseException | None = None
         self._closed = False
+        self._poll_wake = threading.Event()
         self.batches_submitted = 0
         self.requests_submitted = 0
         self.batches_resumed = 0
@@ -156,9 +157,15 @@ class BatchModel:
         return self._call(self.provider.verdict_body(messages), 0, tuple(candidates))
 
     def close(self) -> None:
+        """Stop the background threads and fail every call still waiting or queued (a closed
+        model takes no new call). Batches in flight stay journaled: the next run picks them
+        up."""
+        self._fail_all(BackendError(f"{self.name}: the model was closed"))
         with self._lock:
             self._closed = True
             self._lock.notify_all()
+        self._poll_wake.set()
+        self.journal.close()
 
     # -- calls ---------------------------------------------------------------------------------
     def _custom_id(self, body: dict, seed: int) -> str:
@@ -167,6 +174,9 @@ class BatchModel:
 
     def _call(self, body: dict, seed: int, candidates) -> Reply:
         call = _Call(self._custom_id(body, seed), body, candidates, Future())
+        with self._lock:
+            if self._fatal is not None:
+                raise BackendError(str(self._fatal))
         known = self.journal.batch_of(call.custom_id)
         with self._lock:
             if self._fatal is not None:
@@ -175,10 +185,11 @@ class BatchModel:
             waiting.append(call)
             if len(waiting) == 1:  # the first caller of this request decides where it goes
                 if known is not None:  # submitted by an earlier sitting: wait for that batch
-                    call.attempts = known[1]
+                    # (attempts count within a run: a rerun gives failed requests new tries)
                     if known[0] not in self._in_flight:
                         self.batches_resumed += 1
                     self._in_flight.setdefault(known[0], set()).add(call.custom_id)
+                    self._poll_wake.set()
                 else:
                     self._pending.append(call)
                     self._last_add = time.monotonic()
@@ -238,25 +249,38 @@ class BatchModel:
                 self.requests_submitted += len(calls)
                 self._in_flight.setdefault(batch_id, set()).update(c.custom_id for c in calls)
                 self._lock.notify_all()
+            self._poll_wake.set()
 
     def _poll_loop(self) -> None:
+        """Every ``poll_seconds`` (and when a batch joins), ask each batch in flight whether it
+        has ended. A poll that fails after the client's retries (a 5xx, a 429) is tried again
+        at the next round with a longer wait; only an unreachable or unauthorised provider
+        (BackendError) stops the run."""
+        wait = self.poll_seconds
         while True:
+            self._poll_wake.wait(timeout=wait)
+            self._poll_wake.clear()
             with self._lock:
-                while not self._in_flight and not self._closed:
-                    self._lock.wait()
                 if self._closed:
                     return
                 batches = {b: set(ids) for b, ids in self._in_flight.items()}
-            for batch_id, ids in batches.items():
-                if self.provider.ended(batch_id):
-                    self._collect(batch_id, ids, self.provider.results(batch_id, ids))
-            with self._lock:
-                if self._in_flight and not self._closed:
-                    self._lock.wait(timeout=self.poll_seconds)
+            try:
+                for batch_id, ids in batches.items():
+                    if self.provider.ended(batch_id):
+                        self._collect(batch_id, ids, self.provider.results(batch_id, ids))
+                wait = self.poll_seconds
+            except ReplyError:
+                wait = min(wait * 2, 3600.0)
 
     def _collect(self, batch_id: str, ids: set[str], outcomes: dict[str, Outcome]) -> None:
         with self._lock:
-            self._in_flight.pop(batch_id, None)
+            # only the requests collected leave: a resumed caller may have joined meanwhile
+            left = self._in_flight.get(batch_id, set()) - ids
+            if left:
+                self._in_flight[batch_id] = left
+                self._poll_wake.set()
+            else:
+                self._in_flight.pop(batch_id, None)
             for cid in ids:
                 outcome = outcomes.get(cid, Outcome("retry", message="missing from the results"))
                 calls = self._waiting.get(cid)

@@ -20,7 +20,7 @@ import hashlib
 import re
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -137,6 +137,9 @@ class PoolGenerator:
         self.cache, self.templates, self.bars = cache, templates, bars or {}
         workers = max(debater.concurrency, judge.concurrency)
         self._pool = ThreadPoolExecutor(max_workers=workers)
+        # each model sees at most its own concurrency, however wide the pool (a batch judge
+        # widens the pool; a synchronous debater beside it keeps its --concurrency)
+        self._limits = {id(m): threading.BoundedSemaphore(m.concurrency) for m in (debater, judge)}
         self._verifiers = ThreadPoolExecutor(max_workers=2)
         self._usage: dict[str, dict[str, list[int]]] = {}
         self._usage_lock = threading.Lock()
@@ -147,6 +150,10 @@ class PoolGenerator:
             count[0] += reply.prompt_tokens
             count[1] += reply.completion_tokens
         return reply
+
+    def _limited(self, model, call):
+        with self._limits[id(model)]:
+            return call()
 
     def take_usage(self, question: Question) -> dict[str, list[int]]:
         """Input and output tokens per role of ``question``'s calls so far (made or served from
@@ -166,8 +173,12 @@ class PoolGenerator:
                     "seed": self.plan.seed}  # fmt: skip
         key = call_key(self.debater.name, "chat", messages, settings, hash_path(path))
         seed = sample_seed(self.plan.seed, question.id, role, path)
-        reply = self.cache.call(role, key, lambda: self.debater.chat(
-            messages, temperature=self.plan.temperature, max_tokens=max_tokens, seed=seed))  # fmt: skip
+
+        def make() -> Reply:
+            return self._limited(self.debater, lambda: self.debater.chat(
+                messages, temperature=self.plan.temperature, max_tokens=max_tokens, seed=seed))  # fmt: skip
+
+        reply = self.cache.call(role, key, make)
         return self._tally(question, role, reply)
 
     def _verdict(self, question: Question, text: str, order: int) -> float:
@@ -176,7 +187,8 @@ class PoolGenerator:
         messages = _user(self.templates["judge"].format(question=question.prompt,
                                                         transcript=text, options=options))  # fmt: skip
         key = call_key(self.judge.name, "verdict", messages, {"candidates": yes + no}, 0)
-        reply = self.cache.call("judge", key, lambda: self.judge.verdict(messages, yes + no))
+        reply = self.cache.call("judge", key, lambda: self._limited(
+            self.judge, lambda: self.judge.verdict(messages, yes + no)))  # fmt: skip
         self._tally(question, "judge", reply)
         return verdict_score(reply.logprobs, yes, no)
 
@@ -187,16 +199,21 @@ class PoolGenerator:
         settings = {"temperature": self.plan.temperature, "max_tokens": self.plan.judge_tokens,
                     "seed": self.plan.seed}  # fmt: skip
         leaf = int.from_bytes(hashlib.sha256(text.encode()).digest()[:6], "little")
-        out = []
-        for k in range(self.plan.judge_samples):
+
+        def sample(k: int) -> bool | None:
             key = call_key(self.judge.name, "chat", messages, settings, hash_path((leaf, k)))
             seed = sample_seed(self.plan.seed, question.id, "judge", (leaf, k))
-            reply = self.cache.call("judge", key, lambda s=seed: self.judge.chat(
-                messages, temperature=self.plan.temperature, max_tokens=self.plan.judge_tokens,
-                seed=s))  # fmt: skip
+            reply = self.cache.call("judge", key, lambda: self._limited(self.judge, lambda: (
+                self.judge.chat(messages, temperature=self.plan.temperature,
+                                max_tokens=self.plan.judge_tokens, seed=seed))))  # fmt: skip
             self._tally(question, "judge", reply)
-            out.append(cot_verdict(reply.text, self.plan.yes, self.plan.no))
-        return out
+            return cot_verdict(reply.text, self.plan.yes, self.plan.no)
+
+        k = self.plan.judge_samples
+        if k == 1 or self.judge.concurrency == 1:
+            return [sample(i) for i in range(k)]
+        with ThreadPoolExecutor(max_workers=k) as pool:  # the K samples at once (one batch)
+            return list(pool.map(sample, range(k)))
 
     def _score(self, question: Question, text: str) -> float:
         if self.plan.judge_samples:
@@ -222,6 +239,7 @@ class PoolGenerator:
                     bar.update(1)
 
         futures = [(pool or self._pool).submit(one, item) for item in items]
+        wait(futures)  # every call of the level ends (and is tallied) before an error is raised
         return [f.result() for f in futures]
 
     # -- question selection ----------------------------------------------------------------

@@ -215,10 +215,13 @@ class OpenAIBatches:
 
         batch = _errors(self._module, self.name, lambda: self._client.batches.retrieve(batch_id))
         out: dict[str, Outcome] = {}
-        if batch.status == "failed":  # the input file was refused as a whole
+        if batch.status == "failed":
+            # refused as a whole at validation: often transient (the enqueued-token limit), so
+            # every request goes into a later batch (at most --retries times)
             errors = getattr(getattr(batch, "errors", None), "data", None) or []
             message = "; ".join(getattr(e, "message", "") for e in errors) or "batch failed"
-            return {cid: Outcome("fail", message=message) for cid in custom_ids}
+            return {cid: Outcome("retry", message=f"batch failed: {message}")
+                    for cid in custom_ids}  # fmt: skip
         for file_id in (batch.output_file_id, batch.error_file_id):
             if not file_id:
                 continue

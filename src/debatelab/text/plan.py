@@ -9,9 +9,10 @@ rebuttals) in proportion to the variance that resampling that level alone gives 
 bootstraps overstate their level when pools are small, so they only set the shares). For ``Q``
 questions of ``N x M x R`` pools the variance is taken as::
 
-    Var = (Q0 / Q) * (B + V_N * N0 / N + V_M * M0 / M + V_R * R0 / R)
+    Var = (Q0 / Q) * (B + V_N N0 / N + V_M N0 M0 / (N M) + V_R N0 M0 R0 / (N M R))
 
-(a within part shrinks with its pool size, everything with the number of questions), and the
+(each within part shrinks with the number of its items in a question, everything with the
+number of questions), and the
 interval's width as ``2 z Var ** 0.5``. This is an approximation: best-of-n estimators are not
 means, so tests/test_text_plan.py checks the sizes it proposes by simulation, on synthetic pools
 whose truth is known.
@@ -100,7 +101,10 @@ class Components:
     def variance(self, q: int, n: int, m: int, r: int) -> float:
         n0, m0, r0 = self.sizes
         vn, vm, vr = self.within
-        part = self.between + vn * n0 / n + vm * m0 / m + vr * r0 / r
+        # nested: a question's estimate averages over its N proposals, their N x M critiques,
+        # their N x M x R rebuttals
+        part = self.between + vn * n0 / n + vm * n0 * m0 / (n * m) + \
+            vr * n0 * m0 * r0 / (n * m * r)  # fmt: skip
         return self.questions / q * part
 
     def width(self, q: int, n: int, m: int, r: int, confidence: float = 0.95) -> float:
