@@ -412,7 +412,8 @@ def test_pools_generate_resumes_without_repeating_a_call(tmp_path, data_root):
         assert (out / name).read_text() == (ref / name).read_text(), name
     # calls made and served from the cache are this session's; every other figure is the run's
     ours, theirs = (plain(json.loads((f / "metrics.json").read_text()),
-                          {k for k in whole if k.endswith(("_calls_made", "_calls_cached"))})
+                          {k for k in whole if k.endswith(("_calls_made", "_calls_cached",
+                                                           "_call_seconds"))})
                     for f in (out, ref))  # fmt: skip
     usage = {k for k in theirs if k.endswith("_tokens") or k == "cost_usd"}
     assert {k: v for k, v in ours.items() if k not in usage} == \

@@ -443,6 +443,7 @@ def summary(
         out[f"{role}_calls_made"] = c.get("calls_made", 0)
         out[f"{role}_calls_cached"] = c.get("calls_cached", 0)
         out[f"{role}_failures"] = c.get("failures", 0)
+        out[f"{role}_call_seconds"] = round(c.get("seconds", 0.0), 1)
         tokens[role] = tuple(usage.get(role, (0, 0)))
         out[f"{role}_prompt_tokens"], out[f"{role}_completion_tokens"] = tokens[role]
     out["cost_usd"] = cost(config, tokens)
@@ -457,15 +458,17 @@ def report(config: PoolsConfig, task_name: str, m: dict) -> str:
             f"{m.get('main_proposal_accuracy', float('nan')):.3f}"
             + (f", control arm {m['control_proposal_accuracy']:.3f}"
                if "control_proposal_accuracy" in m else ""), "",
-            "Calls made, served from the cache and failed are this session's; tokens and cost "
-            "are the whole run's (every question pooled so far).", "",
-            "| role | calls made | from cache | failures | input tokens | output tokens |",
-            "|---|---|---|---|---|---|"]  # fmt: skip
+            "Calls made, served from the cache and failed, and seconds in calls (summed over "
+            "calls side by side, waits for a free model included) are this session's; tokens "
+            "and cost are the whole run's (every question pooled so far).", "",
+            "| role | calls made | from cache | failures | input tokens | output tokens | "
+            "seconds in calls |", "|---|---|---|---|---|---|---|"]  # fmt: skip
     for role in ROLES:
         if f"{role}_calls_made" in m:
             rows.append(f"| {role} | {m[f'{role}_calls_made']:,} | {m[f'{role}_calls_cached']:,} "
                         f"| {m[f'{role}_failures']} | {m[f'{role}_prompt_tokens']:,} | "
-                        f"{m[f'{role}_completion_tokens']:,} |")  # fmt: skip
+                        f"{m[f'{role}_completion_tokens']:,} | "
+                        f"{m.get(f'{role}_call_seconds', 0):,.0f} |")  # fmt: skip
     rows += ["", f"Cost at the given prices: ${m['cost_usd']:.2f}. Worms and meshes: "
              "`debatelab bon <this folder>`."]  # fmt: skip
     return "\n".join(rows) + "\n"

@@ -13,6 +13,7 @@ import hashlib
 import json
 import sqlite3
 import threading
+import time
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
@@ -40,7 +41,7 @@ class CallCache:
         self._db.execute("CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, reply TEXT)")
         self.counts: dict[str, dict[str, int]] = defaultdict(
             lambda: {"calls_made": 0, "calls_cached": 0, "prompt_tokens": 0,
-                     "completion_tokens": 0, "failures": 0})  # fmt: skip
+                     "completion_tokens": 0, "failures": 0, "seconds": 0.0})  # fmt: skip
 
     def get(self, key: str) -> Reply | None:
         with self._lock:
@@ -61,8 +62,11 @@ class CallCache:
         except (ValueError, KeyError, TypeError):  # a row that is not a reply: make it again
             reply = None
         cached = reply is not None
+        seconds = 0.0
         if not cached:
+            start = time.perf_counter()
             reply = make()
+            seconds = time.perf_counter() - start
             self.put(key, reply)
         try:
             reply.check(role)
@@ -72,6 +76,7 @@ class CallCache:
         with self._lock:
             count = self.counts[role]
             count["calls_cached" if cached else "calls_made"] += 1
+            count["seconds"] += seconds  # time in the call, waits for a free model included
             if error is None:
                 count["prompt_tokens"] += reply.prompt_tokens
                 count["completion_tokens"] += reply.completion_tokens
