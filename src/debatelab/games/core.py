@@ -42,6 +42,15 @@ TIE_RULE = "shared"
 POOL_LEVELS = ("proposals", "critiques", "rebuttals")
 
 
+def pool_level_name(depth: int) -> str:
+    """The name of a pool's level ``depth`` (0 the proposals): proposals, critiques, rebuttals,
+    then critiques2, rebuttals2, critiques3, ... for debates of any depth."""
+    if depth < len(POOL_LEVELS):
+        return POOL_LEVELS[depth]
+    round_, kind = divmod(depth - 1, 2)
+    return f"{POOL_LEVELS[1 + kind]}{round_ + 1}"
+
+
 @dataclass(frozen=True, eq=False)
 class Level:
     """One level of a game: ``children (n_nodes, n_options)`` indexes the next level's nodes
@@ -281,10 +290,11 @@ def _pool_counts(counts, depth: int) -> list:
     if counts is None:
         return [None] * depth
     if isinstance(counts, Mapping):
-        unknown = set(counts) - set(POOL_LEVELS)
+        names = [pool_level_name(d) for d in range(depth)]
+        unknown = set(counts) - set(names)
         if unknown:
-            raise ValueError(f"unknown pool level(s) {sorted(unknown)}; use {POOL_LEVELS}")
-        counts = [counts.get(name) for name in POOL_LEVELS[:depth]]
+            raise ValueError(f"unknown pool level(s) {sorted(unknown)}; use {names}")
+        counts = [counts.get(name) for name in names]
     counts = list(counts)
     if len(counts) > depth:
         raise ValueError(f"counts for {len(counts)} levels; the pool has {depth}")
@@ -307,25 +317,27 @@ def _level_counts(counts, dims: tuple[int, ...], name: str):
 
 
 def pool_game(shape: Sequence[int], counts=None) -> Game:
-    """A text pool: ``shape`` ``(N,)``, ``(N, M)`` or ``(N, M, R)`` proposals, critiques per
-    proposal and rebuttals per critique. The proposer (root, one node) maximises over proposals,
-    the critic minimises over each proposal's critiques, the rebuttal player maximises over each
-    critique's rebuttals. Leaves are the pool's scores flattened in C order; proposals are the
-    nodes of level 1 (carry their correctness there).
+    """A text pool: ``shape`` ``(N,)``, ``(N, M)``, ``(N, M, R)`` or deeper: proposals, critiques
+    per proposal, rebuttals per critique, then critiques of the rebuttals and so on (any depth,
+    the study's proposal, critique, rebuttal, critique, ... alternation). The proposer (root, one
+    node) maximises over proposals, the critic minimises over each proposal's critiques, the
+    rebuttal player maximises over each critique's rebuttals, and so on alternating. Leaves are
+    the pool's scores flattened in C order; proposals are the nodes of level 1 (carry their
+    correctness there).
 
     ``counts`` (a sequence root first, or a mapping with keys ``proposals``, ``critiques``,
-    ``rebuttals``) gives multiplicities of a resample per level, shaped like that level's pool
+    ``rebuttals``, ``critiques2``, ... (:func:`pool_level_name`)) gives multiplicities of a resample per level, shaped like that level's pool
     ``(..., N)``, ``(..., N, M)``, ``(..., N, M, R)`` (batch dims allowed); None: one each.
     """
     shape = tuple(int(x) for x in shape)
-    if not 1 <= len(shape) <= 3 or min(shape) < 1:
-        raise ValueError(f"a pool is (N,), (N, M) or (N, M, R) with sizes >= 1, got {shape}")
+    if len(shape) < 1 or min(shape) < 1:
+        raise ValueError(f"a pool is (N,), (N, M), (N, M, R), ... with sizes >= 1, got {shape}")
     per_level = _pool_counts(counts, len(shape))
     levels = []
     for d in range(len(shape)):
         n_nodes, n_options = prod(shape[:d]), shape[d]
         children = np.arange(n_nodes * n_options).reshape(n_nodes, n_options)
-        c = _level_counts(per_level[d], shape[: d + 1], POOL_LEVELS[d])
+        c = _level_counts(per_level[d], shape[: d + 1], pool_level_name(d))
         levels.append(Level(children, d % 2 == 0, c))
     return Game(tuple(levels), prod(shape))
 
