@@ -289,3 +289,22 @@ def test_closing_a_batch_model_fails_its_waiting_calls(tmp_path):
     with pytest.raises(BackendError):
         model.chat(HI, temperature=0.7, max_tokens=8, seed=2)
     provider.release.set()
+
+
+def test_openai_compatible_server_rate_limits_are_retried(tmp_path, responder):
+    """The synchronous OpenAI back end (a vLLM / SGLang / llama.cpp server, or OpenAI) meets
+    429 with retry-after: the client waits and retries; the judge's verdict comes from the
+    server's top log-probabilities."""
+    state = ProviderState(responder, Faults(rate_limit_first=2, retry_after=0.05))
+    with LocalServer(lambda base: openai_app(state)) as url:
+        model = load_model(f"openai:judge-test@{url}/v1", _options(tmp_path, retries=3))
+        reply = model.chat(HI, temperature=0.7, max_tokens=8, seed=1)
+        verdict = model.verdict([{"role": "user", "content": "Is 2 + 2 = 4? Answer Yes or No."}],
+                                ("Yes", "No"))  # fmt: skip
+        assert reply.text and state.rate_limited == 2 and state.sync_calls == 4
+        assert set(verdict.logprobs) == {"Yes", "No"} and any(
+            v is not None for v in verdict.logprobs.values())  # fmt: skip
+        strict = load_model(f"openai:judge-test@{url}/v1", _options(tmp_path, retries=0))
+        state.faults.rate_limit_first = state.sync_calls + 1  # the next call is refused
+        with pytest.raises(ReplyError, match="RateLimitError"):
+            strict.chat(HI, temperature=0.7, max_tokens=8, seed=2)
