@@ -308,3 +308,19 @@ def test_openai_compatible_server_rate_limits_are_retried(tmp_path, responder):
         state.faults.rate_limit_first = state.sync_calls + 1  # the next call is refused
         with pytest.raises(ReplyError, match="RateLimitError"):
             strict.chat(HI, temperature=0.7, max_tokens=8, seed=2)
+
+
+def test_a_journaled_batch_the_provider_forgot_is_submitted_again(tmp_path, responder):
+    """A resumed run whose journaled batch the provider no longer knows (results expired after
+    29 days, another account) resubmits those requests instead of failing."""
+    from debatelab.llm.batch import BatchJournal
+
+    state = ProviderState(responder, batch_seconds=0.2)
+    with LocalServer(lambda base: anthropic_app(state, base)) as url:
+        model = load_model(f"anthropic_batch:claude-test@{url}", _options(tmp_path))
+        cid = model._custom_id(model.provider.chat_body(HI, 0.7, 8, 1), 1)
+        BatchJournal(tmp_path / "state" / "batches.sqlite").record(model.name, "msgbatch_gone",
+                                                                   [cid], {})  # fmt: skip
+        reply = model.chat(HI, temperature=0.7, max_tokens=8, seed=1)
+        model.close()
+    assert reply.text and state.received == {cid: 1} and model.batches_resumed == 1

@@ -31,7 +31,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from ..errors import DebatelabError
 from .backends import BackendError, Reply, ReplyError
+
+
+class BatchGone(DebatelabError):
+    """The provider no longer knows a batch (its results expired, or another account's):
+    its requests are submitted again."""
 
 
 @dataclass(frozen=True)
@@ -266,8 +272,11 @@ class BatchModel:
                 batches = {b: set(ids) for b, ids in self._in_flight.items()}
             try:
                 for batch_id, ids in batches.items():
-                    if self.provider.ended(batch_id):
-                        self._collect(batch_id, ids, self.provider.results(batch_id, ids))
+                    try:
+                        if self.provider.ended(batch_id):
+                            self._collect(batch_id, ids, self.provider.results(batch_id, ids))
+                    except BatchGone:  # every request comes back as missing: resubmitted
+                        self._collect(batch_id, ids, {})
                 wait = self.poll_seconds
             except ReplyError:
                 wait = min(wait * 2, 3600.0)

@@ -34,7 +34,7 @@ from .backends import (
     verdict_reply,
     verdict_request,
 )
-from .batch import BatchModel, Outcome
+from .batch import BatchGone, BatchModel, Outcome
 
 ANTHROPIC_URL = "https://api.anthropic.com"
 #: Batch prices as a fraction of synchronous ones (both providers' published discount).
@@ -78,16 +78,24 @@ def _anthropic_reply(message, name: str) -> Reply:
     return Reply(text, counts[0], counts[1])
 
 
-def _errors(module, name: str, call):
+def _errors(module, name: str, call, batch_id: str | None = None):
     """``call()`` with the client's exceptions mapped to ours: unreachable or unauthorised stops
-    the run (BackendError); a refused or broken reply fails its leaf (ReplyError)."""
+    the run (BackendError); a refused or broken reply fails its leaf (ReplyError); a batch the
+    provider no longer knows (404 when asking about ``batch_id``) is BatchGone."""
     try:
         return call()
+    except module.NotFoundError as exc:
+        if batch_id is not None:
+            raise BatchGone(f"{name}: the provider no longer knows batch {batch_id}") from None
+        raise BackendError(
+            f"{name}: NotFoundError: {exc}. Is the server running at that "
+            "address and the model name right?"
+        ) from None
     except module.APITimeoutError:
         raise BackendError(f"{name}: no reply within the timeout (after the retries); a slow "
                            "server needs a longer --http-timeout") from None  # fmt: skip
     except (module.APIConnectionError, module.AuthenticationError,
-            module.PermissionDeniedError, module.NotFoundError) as exc:  # fmt: skip
+            module.PermissionDeniedError) as exc:  # fmt: skip
         raise BackendError(f"{name}: {type(exc).__name__}: {exc}. Is the server running at "
                            "that address, the key set and the model name right?") from None  # fmt: skip
     except module.APIError as exc:
@@ -139,13 +147,13 @@ class AnthropicBatches:
 
     def ended(self, batch_id: str) -> bool:
         batch = _errors(self._module, self.name,
-                        lambda: self._client.messages.batches.retrieve(batch_id))  # fmt: skip
+                        lambda: self._client.messages.batches.retrieve(batch_id), batch_id)  # fmt: skip
         return batch.processing_status == "ended"
 
     def results(self, batch_id: str, custom_ids: set[str]) -> dict[str, Outcome]:
         out = {}
         rows = _errors(self._module, self.name,
-                       lambda: list(self._client.messages.batches.results(batch_id)))  # fmt: skip
+                       lambda: list(self._client.messages.batches.results(batch_id)), batch_id)  # fmt: skip
         for row in rows:
             result = row.result
             if result.type == "succeeded":
@@ -207,13 +215,15 @@ class OpenAIBatches:
         return _errors(self._module, self.name, create).id
 
     def ended(self, batch_id: str) -> bool:
-        batch = _errors(self._module, self.name, lambda: self._client.batches.retrieve(batch_id))
+        batch = _errors(self._module, self.name, lambda: self._client.batches.retrieve(batch_id),
+                        batch_id)  # fmt: skip
         return batch.status in ("completed", "failed", "expired", "cancelled")
 
     def results(self, batch_id: str, custom_ids: set[str]) -> dict[str, Outcome]:
         from openai.types.chat import ChatCompletion
 
-        batch = _errors(self._module, self.name, lambda: self._client.batches.retrieve(batch_id))
+        batch = _errors(self._module, self.name, lambda: self._client.batches.retrieve(batch_id),
+                        batch_id)  # fmt: skip
         out: dict[str, Outcome] = {}
         if batch.status == "failed":
             # refused as a whole at validation: often transient (the enqueued-token limit), so
