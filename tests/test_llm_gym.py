@@ -88,6 +88,15 @@ def test_the_pilot_keeps_the_questions_in_range_and_pools_only_them(tmp_path, mo
     kept = [r["question_id"] for r in rows if r["kept"]]
     pools = [json.loads(x) for x in (out / "pools.jsonl").read_text().splitlines()]
     assert kept and [p["question_id"] for p in pools] == kept
+    assert selection["complete"] is True
+    # a pilot cut after two candidates resumes from its record and selects the same questions
+    cut = {**selection, "complete": False, "questions": rows[:2], "candidates_tried": 2}
+    (out / "selection.json").write_text(json.dumps(cut))
+    again = CliRunner().invoke(main, args)
+    assert again.exit_code == 0, again.output
+    assert json.loads((out / "selection.json").read_text())["questions"] == rows
+    assert (out / "pools.jsonl").read_text().splitlines() == [json.dumps(p, sort_keys=True)
+                                                              for p in pools]  # fmt: skip
     # the pilot's draws are not the pools' proposals (their own sample paths and seeds)
     transcripts = [json.loads(x) for x in (out / "transcripts.jsonl").read_text().splitlines()]
     assert selection["usage"]["pilot"][1] > 0

@@ -337,46 +337,50 @@ def run(config: PoolsConfig, folder: RunFolder) -> dict:
 
 def select(config: PoolsConfig, gen: PoolGenerator, indexed: list, folder: RunFolder) -> list:
     """The study's question selection: ``config.pilot`` proposals per candidate, kept where the
-    pilot accuracy lies in ``config.keep``; recorded in ``selection.json`` (resumable: the pilot
-    calls are cached)."""
+    pilot accuracy lies in ``config.keep``, until ``config.keep_at_most`` are kept. Recorded in
+    ``selection.json`` after every candidate (``"complete": false`` until it ends), so a cut
+    pilot resumes after its last recorded candidate. With a batch back end the candidates are
+    piloted in waves (each one batch) of four times the questions still wanted."""
     low, high = config.keep_range()
     path = folder.path / "selection.json"
-    if path.exists():  # a resumed run: the selection was made in an earlier sitting
+    settings = {"attempts": config.pilot, "keep": [low, high], "rule": "low < accuracy <= high",
+                "keep_at_most": config.keep_at_most}  # fmt: skip
+    rows, usage = [], {}
+    if path.exists():  # a resumed run: candidates piloted in earlier sittings
         old = json.loads(path.read_text())
-        if old.get("attempts") == config.pilot and old.get("keep") == [low, high] and \
-                old.get("keep_at_most") == config.keep_at_most:  # fmt: skip
-            by_index = dict(indexed)
-            return [(row["index"], by_index[row["index"]]) for row in old["questions"]
-                    if row["kept"]]  # fmt: skip
-    rows, kept, usage = [], [], {}
-    if getattr(gen.debater, "batched", False):  # one batch for every candidate's attempts
-        with ThreadPoolExecutor(max_workers=len(indexed)) as pool:
-            pilots = dict(zip((i for i, _ in indexed),
-                              pool.map(lambda iq: gen.pilot(iq[1], config.pilot), indexed),
-                              strict=True))  # fmt: skip
-    else:
-        pilots = {}
-    bar = progress(total=len(indexed), desc="pilot questions", leave=False,
+        if all(old.get(k) == v for k, v in settings.items()):
+            rows, usage = old["questions"], old["usage"]
+    by_index = dict(indexed)
+    kept = [(row["index"], by_index[row["index"]]) for row in rows if row["kept"]]
+    done = {row["index"] for row in rows}
+    todo = [(i, q) for i, q in indexed if i not in done]
+    wanted = lambda: None if config.keep_at_most is None else config.keep_at_most - len(kept)  # noqa: E731
+
+    def record(complete: bool) -> None:
+        write_json(path, {**settings, "complete": complete, "candidates_tried": len(rows),
+                          "kept": len(kept), "usage": usage, "questions": rows})  # fmt: skip
+
+    batched = getattr(gen.debater, "batched", False)
+    bar = progress(total=len(indexed), initial=len(rows), desc="pilot questions", leave=False,
                    enabled=folder.progress)  # fmt: skip
     with bar:
-        for index, question in indexed:
-            correct = pilots[index] if index in pilots else gen.pilot(question, config.pilot)
-            _add_usage(usage, gen.take_usage(question))
-            accuracy = sum(correct) / len(correct)
-            keep = low < accuracy <= high and (config.keep_at_most is None
-                                               or len(kept) < config.keep_at_most)  # fmt: skip
-            rows.append({"index": index, "question_id": question.id, "correct": correct,
-                         "accuracy": accuracy, "in_range": low < accuracy <= high,
-                         "kept": keep})  # fmt: skip
-            if keep:
-                kept.append((index, question))
-            bar.update(1)
-            if config.keep_at_most is not None and len(kept) >= config.keep_at_most:
-                break
-    write_json(path, {"attempts": config.pilot, "keep": [low, high],
-                      "rule": "low < accuracy <= high", "keep_at_most": config.keep_at_most,
-                      "candidates_tried": len(rows), "kept": len(kept),
-                      "usage": usage, "questions": rows})  # fmt: skip
+        while todo and (wanted() is None or wanted() > 0):
+            wave = todo[: max(1, 4 * (wanted() or len(todo)))] if batched else todo[:1]
+            todo = todo[len(wave) :]
+            with ThreadPoolExecutor(max_workers=len(wave)) as pool:
+                results = list(pool.map(lambda iq: gen.pilot(iq[1], config.pilot), wave))
+            for (index, question), correct in zip(wave, results, strict=True):
+                _add_usage(usage, gen.take_usage(question))
+                accuracy = sum(correct) / len(correct)
+                keep = low < accuracy <= high and (wanted() is None or wanted() > 0)
+                rows.append({"index": index, "question_id": question.id, "correct": correct,
+                             "accuracy": accuracy, "in_range": low < accuracy <= high,
+                             "kept": keep})  # fmt: skip
+                if keep:
+                    kept.append((index, question))
+                bar.update(1)
+            record(complete=False)
+    record(complete=True)
     folder.echo(f"pilot: {len(kept)} of {len(rows)} candidate questions kept "
                 f"({low:g} < accuracy <= {high:g} over {config.pilot} attempts)")  # fmt: skip
     if not kept:
