@@ -259,7 +259,7 @@ def test_a_caller_joining_a_batch_while_it_is_polled_is_answered(tmp_path):
     first = BatchModel(provider, tmp_path / "j.sqlite", poll_seconds=0.05, gather_seconds=0.0)
     ids = [first._custom_id(provider.chat_body(HI, 0.7, 8, s), s) for s in (1, 2)]
     first.close()
-    BatchJournal(tmp_path / "j.sqlite").record("slow", "b0", ids, {})  # an earlier sitting's
+    BatchJournal(tmp_path / "j.sqlite").record("slow", "b0", ids)  # an earlier sitting's
     model = BatchModel(provider, tmp_path / "j.sqlite", poll_seconds=0.05, gather_seconds=0.0)
     with ThreadPoolExecutor(2) as pool:
         a = pool.submit(model.chat, HI, temperature=0.7, max_tokens=8, seed=1)
@@ -320,7 +320,7 @@ def test_a_journaled_batch_the_provider_forgot_is_submitted_again(tmp_path, resp
         model = load_model(f"anthropic_batch:claude-test@{url}", _options(tmp_path))
         cid = model._custom_id(model.provider.chat_body(HI, 0.7, 8, 1), 1)
         BatchJournal(tmp_path / "state" / "batches.sqlite").record(model.name, "msgbatch_gone",
-                                                                   [cid], {})  # fmt: skip
+                                                                   [cid])  # fmt: skip
         reply = model.chat(HI, temperature=0.7, max_tokens=8, seed=1)
         model.close()
     assert reply.text and state.received == {cid: 1} and model.batches_resumed == 1

@@ -389,15 +389,6 @@ def select(config: PoolsConfig, gen: PoolGenerator, indexed: list, folder: RunFo
     return kept
 
 
-def _usage(cache: CallCache, since: dict | None = None) -> dict[str, list[int]]:
-    """Input and output tokens per role counted by the cache so far (or since a snapshot)."""
-    now = {role: [c["prompt_tokens"], c["completion_tokens"]] for role, c in cache.counts.items()}
-    if since is None:
-        return now
-    return {role: [a - b for a, b in zip(v, since.get(role, [0, 0]), strict=True)]
-            for role, v in now.items() if v != since.get(role, [0, 0])}  # fmt: skip
-
-
 def _add_usage(total: dict[str, list[int]], part: dict[str, list[int]]) -> None:
     for role, (inp, out) in part.items():
         t = total.setdefault(role, [0, 0])

@@ -24,9 +24,7 @@ from ..report.runs import RunFolder
 from ..text.plan import components, parse_contrast
 from ..text.pools import protocol_depth
 from ..text.readers import read_pools
-from .pools import _prices
-
-ROLE_PRICE = {"judge": "judge"}  # every other role is priced as the debater
+from .pools import _add_usage, _prices
 
 
 @dataclass(frozen=True)
@@ -99,9 +97,7 @@ def _pilot_run(pilot: Path) -> tuple[dict, dict[str, tuple[float, float]], float
     calls = plan.calls()
     usage: dict[str, list[int]] = {}
     for record in records:
-        for role, (inp, out) in record.get("usage", {}).items():
-            u = usage.setdefault(role, [0, 0])
-            u[0], u[1] = u[0] + inp, u[1] + out
+        _add_usage(usage, record.get("usage", {}))
     per_call = {role: (u[0] / (calls[role] * len(records)), u[1] / (calls[role] * len(records)))
                 for role, u in usage.items() if calls.get(role)}  # fmt: skip
     wall = None
@@ -161,7 +157,7 @@ def run(config: PlanConfig, folder: RunFolder) -> dict:
             cost, tokens, weighted = 0.0, [0.0, 0.0], 0.0
             for role, count in calls.items():
                 inp, out = per_call.get(role, per_call.get("proposer", (0.0, 0.0)))
-                price = prices[ROLE_PRICE.get(role, "debater")]
+                price = prices["judge" if role == "judge" else "debater"]
                 tokens[0] += count * q * inp
                 tokens[1] += count * q * out
                 weighted += count * q * (out + inp / 4)

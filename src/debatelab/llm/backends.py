@@ -205,10 +205,11 @@ class LlamaCppModel:
         return Reply("", n_prompt, 1, {c: float(logp[i]) for c, i in
                                        zip(candidates, ids, strict=True)})  # fmt: skip
 
-    def top_logprobs(self, messages: list[dict], k: int) -> dict[str, float]:
+    def top_logprobs(self, messages: list[dict], k: int) -> tuple[dict[str, float], int]:
         """The ``k`` likeliest first tokens of the reply with their log-probabilities (what an
-        OpenAI-compatible server returns as ``top_logprobs``)."""
-        return self._next_token_logprobs(messages, top=k)[3]
+        OpenAI-compatible server returns as ``top_logprobs``), and the prompt's tokens."""
+        n_prompt, _, _, top = self._next_token_logprobs(messages, top=k)
+        return top, n_prompt
 
     def _token_id(self, llm, text: str) -> int:
         ids = llm.tokenize(text.encode(), add_bos=False, special=False)

@@ -80,24 +80,24 @@ class BatchJournal:
         self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("CREATE TABLE IF NOT EXISTS requests (custom_id TEXT PRIMARY KEY, "
-                         "batch_id TEXT NOT NULL, attempts INTEGER NOT NULL)")  # fmt: skip
+                         "batch_id TEXT NOT NULL)")  # fmt: skip
         self._db.execute("CREATE TABLE IF NOT EXISTS batches (batch_id TEXT PRIMARY KEY, "
                          "provider TEXT NOT NULL, submitted REAL NOT NULL, size INTEGER)")  # fmt: skip
         self._lock = threading.Lock()
 
-    def batch_of(self, custom_id: str) -> tuple[str, int] | None:
+    def batch_of(self, custom_id: str) -> str | None:
         with self._lock:
-            row = self._db.execute("SELECT batch_id, attempts FROM requests WHERE custom_id=?",
+            row = self._db.execute("SELECT batch_id FROM requests WHERE custom_id=?",
                                    (custom_id,)).fetchone()  # fmt: skip
-        return None if row is None else (row[0], row[1])
+        return None if row is None else row[0]
 
-    def record(self, provider: str, batch_id: str, ids: list[str], attempts: dict[str, int]):
+    def record(self, provider: str, batch_id: str, ids: list[str]) -> None:
         with self._lock:
             self._db.execute("BEGIN")
             self._db.execute("INSERT OR REPLACE INTO batches VALUES (?, ?, ?, ?)",
                              (batch_id, provider, time.time(), len(ids)))  # fmt: skip
-            self._db.executemany("INSERT OR REPLACE INTO requests VALUES (?, ?, ?)",
-                                 [(i, batch_id, attempts.get(i, 1)) for i in ids])  # fmt: skip
+            self._db.executemany("INSERT OR REPLACE INTO requests VALUES (?, ?)",
+                                 [(i, batch_id) for i in ids])  # fmt: skip
             self._db.execute("COMMIT")
 
     def close(self) -> None:
@@ -192,9 +192,9 @@ class BatchModel:
             if len(waiting) == 1:  # the first caller of this request decides where it goes
                 if known is not None:  # submitted by an earlier sitting: wait for that batch
                     # (attempts count within a run: a rerun gives failed requests new tries)
-                    if known[0] not in self._in_flight:
+                    if known not in self._in_flight:
                         self.batches_resumed += 1
-                    self._in_flight.setdefault(known[0], set()).add(call.custom_id)
+                    self._in_flight.setdefault(known, set()).add(call.custom_id)
                     self._poll_wake.set()
                 else:
                     self._pending.append(call)
@@ -248,8 +248,7 @@ class BatchModel:
                 calls = self._pending[: self.max_requests]
                 del self._pending[: len(calls)]
             batch_id = self.provider.submit([(c.custom_id, c.body) for c in calls])
-            self.journal.record(self.name, batch_id, [c.custom_id for c in calls],
-                                {c.custom_id: c.attempts for c in calls})  # fmt: skip
+            self.journal.record(self.name, batch_id, [c.custom_id for c in calls])
             with self._lock:
                 self.batches_submitted += 1
                 self.requests_submitted += len(calls)

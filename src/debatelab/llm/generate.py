@@ -167,15 +167,17 @@ class PoolGenerator:
 
     # -- calls ---------------------------------------------------------------------------------
     def _chat(self, role: str, question: Question, path: tuple[int, ...], prompt: str,
-              max_tokens: int) -> Reply:  # fmt: skip
+              max_tokens: int, model=None) -> Reply:  # fmt: skip
+        """One sampled reply of ``model`` (default the debater), cached by its sample path."""
+        model = model or self.debater
         messages = _user(prompt)
         settings = {"temperature": self.plan.temperature, "max_tokens": max_tokens,
                     "seed": self.plan.seed}  # fmt: skip
-        key = call_key(self.debater.name, "chat", messages, settings, hash_path(path))
+        key = call_key(model.name, "chat", messages, settings, hash_path(path))
         seed = sample_seed(self.plan.seed, question.id, role, path)
 
         def make() -> Reply:
-            return self._limited(self.debater, lambda: self.debater.chat(
+            return self._limited(model, lambda: model.chat(
                 messages, temperature=self.plan.temperature, max_tokens=max_tokens, seed=seed))  # fmt: skip
 
         reply = self.cache.call(role, key, make)
@@ -194,19 +196,12 @@ class PoolGenerator:
 
     def _cot_verdicts(self, question: Question, text: str) -> list[bool | None]:
         """The chain-of-thought judge's K sampled verdicts on one leaf (None: none given)."""
-        messages = _user(self.templates["judge_cot"].format(question=question.prompt,
-                                                            transcript=text))  # fmt: skip
-        settings = {"temperature": self.plan.temperature, "max_tokens": self.plan.judge_tokens,
-                    "seed": self.plan.seed}  # fmt: skip
+        prompt = self.templates["judge_cot"].format(question=question.prompt, transcript=text)
         leaf = int.from_bytes(hashlib.sha256(text.encode()).digest()[:6], "little")
 
         def sample(k: int) -> bool | None:
-            key = call_key(self.judge.name, "chat", messages, settings, hash_path((leaf, k)))
-            seed = sample_seed(self.plan.seed, question.id, "judge", (leaf, k))
-            reply = self.cache.call("judge", key, lambda: self._limited(self.judge, lambda: (
-                self.judge.chat(messages, temperature=self.plan.temperature,
-                                max_tokens=self.plan.judge_tokens, seed=seed))))  # fmt: skip
-            self._tally(question, "judge", reply)
+            reply = self._chat("judge", question, (leaf, k), prompt, self.plan.judge_tokens,
+                               model=self.judge)  # fmt: skip
             return cot_verdict(reply.text, self.plan.yes, self.plan.no)
 
         k = self.plan.judge_samples

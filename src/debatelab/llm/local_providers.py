@@ -61,11 +61,7 @@ def smollm2_responder() -> Responder:
         out = model.chat(messages, temperature=temperature, max_tokens=max_tokens, seed=seed)
         return out.text, out.prompt_tokens, out.completion_tokens
 
-    def verdict(messages, k):
-        n_prompt, _, _, top = model._next_token_logprobs(messages, top=k)
-        return top, n_prompt
-
-    reply.verdict = verdict  # type: ignore[attr-defined]
+    reply.verdict = model.top_logprobs  # type: ignore[attr-defined]
     return reply
 
 

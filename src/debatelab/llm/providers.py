@@ -105,8 +105,6 @@ def _errors(module, name: str, call, batch_id: str | None = None):
 class AnthropicModel:
     """Claude through the Messages API, one call per request."""
 
-    logprobs = False
-
     def __init__(self, model: str, url: str | None = None, *, concurrency: int = 8,
                  retries: int = 4, timeout: float = DEFAULT_TIMEOUT):  # fmt: skip
         self._module, self._client, url = _anthropic_client(url, retries, timeout)
