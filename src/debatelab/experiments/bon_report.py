@@ -121,13 +121,15 @@ def standard_contrasts(res: BonAnalysis) -> list[dict]:
         if s.protocol != "proposal" and len(s.m) > 1:
             add(f"{tag}: critic {s.labels('m')[-1]} - {s.labels('m')[0]} at {n_lab}",
                 (i, (k, len(s.m) - 1, 0)), (i, (k, 0, 0)))  # fmt: skip
-        if s.protocol == "rebuttal" and len(s.r) > 1:
+        if s.depth >= 3 and len(s.r) > 1:
             add(f"{tag}: rebuttal {s.labels('r')[-1]} - {s.labels('r')[0]} at {n_lab}",
                 (i, (k, 0, len(s.r) - 1)), (i, (k, 0, 0)))  # fmt: skip
     arms = dict.fromkeys(s.arm for s in specs)
     for arm in arms:
-        chain = [(p, _find(specs, arm, p)) for p in ("proposal", "critique", "rebuttal")]
-        chain = [(p, i) for p, i in chain if i is not None]
+        chain = sorted(
+            ((s.protocol, i) for i, s in enumerate(specs) if s.arm == arm),
+            key=lambda pi: specs[pi[1]].depth,
+        )  # proposal, critique, rebuttal, ...
         for (pa, ia), (pb, ib) in zip(chain[1:], chain[:-1], strict=False):
             add(f"{arm}: {pa} - {pb} at {n_lab}", (ia, (k, 0, 0)), (ib, (k, 0, 0)))
     for arm in arms:
@@ -136,10 +138,10 @@ def standard_contrasts(res: BonAnalysis) -> list[dict]:
         ic = _find(specs, arm, "proposal")
         if ic is None:
             continue
-        for p in ("proposal", "critique", "rebuttal"):
-            i = _find(specs, MAIN_ARM, p)
-            if i is not None:
-                add(f"{p} - {arm} proposal at {n_lab}", (i, (k, 0, 0)), (ic, (k, 0, 0)))
+        main = sorted((i for i, s in enumerate(specs) if s.arm == MAIN_ARM),
+                      key=lambda i: specs[i].depth)  # fmt: skip
+        for i in main:
+            add(f"{specs[i].protocol} - {arm} proposal at {n_lab}", (i, (k, 0, 0)), (ic, (k, 0, 0)))
     return out
 
 
@@ -152,7 +154,7 @@ def grid_rows(res: BonAnalysis) -> list[dict]:
         for a, b, c in np.ndindex(acc.shape):
             rows.append({"arm": s.arm, "protocol": s.protocol, "n": s.labels("n")[a],
                          "m": s.labels("m")[b] if s.protocol != "proposal" else "",
-                         "r": s.labels("r")[c] if s.protocol == "rebuttal" else "",
+                         "r": s.labels("r")[c] if s.depth >= 3 else "",
                          "accuracy": acc[a, b, c], "accuracy_low": acc_lo[a, b, c],
                          "accuracy_high": acc_hi[a, b, c], "win_rate": win[a, b, c],
                          "win_rate_low": win_lo[a, b, c], "win_rate_high": win_hi[a, b, c]})  # fmt: skip
@@ -169,7 +171,7 @@ def question_rows(res: BonAnalysis) -> list[dict]:
                 rows.append({"question_id": qid, "arm": s.arm, "protocol": s.protocol,
                              "n": s.labels("n")[a],
                              "m": s.labels("m")[b] if s.protocol != "proposal" else "",
-                             "r": s.labels("r")[c] if s.protocol == "rebuttal" else "",
+                             "r": s.labels("r")[c] if s.depth >= 3 else "",
                              "accuracy": sw.accuracy[q, a, b, c],
                              "win_rate": sw.win_rate[q, a, b, c]})  # fmt: skip
     return rows
@@ -225,7 +227,7 @@ def markdown_report(res: BonAnalysis, pools: PoolSet, source: str) -> str:
                      for metric in ("accuracy", "win_rate") for a in (0, k)]  # fmt: skip
             lines.append(f"| {s.arm} | {s.protocol} | "
                          f"{s.labels('m')[b] if s.protocol != 'proposal' else '-'} | "
-                         f"{s.labels('r')[c] if s.protocol == 'rebuttal' else '-'} | "
+                         f"{s.labels('r')[c] if s.depth >= 3 else '-'} | "
                          + " | ".join(cells) + " |")  # fmt: skip
     lines += ["", "## Paired contrasts (points)", "",
               "| contrast | accuracy | win rate | accuracy interval excludes 0 |", "|---|---|---|---|"]  # fmt: skip
@@ -285,7 +287,7 @@ def write_figures(res: BonAnalysis, folder) -> list:
                 boot.estimate[(i, "accuracy")][..., c],
                 boot.estimate[(i, "win_rate")][..., c],
             )
-            title = s.key + (f", rebuttal {s.labels('r')[c]}" if s.protocol == "rebuttal" else "")
+            title = s.key + (f", rebuttal {s.labels('r')[c]}" if s.depth >= 3 else "")
             tandem = [(a, list(s.m).index(n)) for a, n in enumerate(s.n) if n in s.m]
             highlight = [("proposer only", [(a, 0) for a in range(len(s.n))])]
             if len(tandem) > 2:
@@ -301,10 +303,10 @@ def _worm(boot, i, s, b, c, color=None):
     label = s.key
     if s.protocol != "proposal":
         label += f", critic {s.labels('m')[b]}"
-    if s.protocol == "rebuttal":
+    if s.depth >= 3:
         label += f", rebuttal {s.labels('r')[c]}"
     optimised = (s.protocol != "proposal" and s.m[b] not in (None, 1)) or (
-        s.protocol == "rebuttal" and s.r[c] not in (None, 1)
+        s.depth >= 3 and s.r[c] not in (None, 1)
     )
     from ..report.bon_plots import WormLine
 

@@ -34,7 +34,7 @@ from ..options import WORKERS
 from ..paths import cache_dir
 from ..progress import progress
 from ..report.runs import RunFolder
-from ..text.pools import PROTOCOLS, protocol_depth
+from ..text.pools import protocol_depth, protocol_name
 
 #: Rough characters per token, for --dry-run's projection only.
 CHARS_PER_TOKEN = 4
@@ -59,8 +59,11 @@ class PoolsConfig:
     study's range: questions neither hopeless nor already easy)."""
     keep_at_most: int | None = field(default=None, metadata={"min": 1})
     """With --pilot: pool at most this many of the kept questions, in order."""
-    protocol: str = field(default="rebuttal", metadata={"choices": PROTOCOLS})
-    """Deepest protocol: every leaf of it and of the shallower ones is judged."""
+    protocol: str = "rebuttal"
+    """Deepest protocol: every leaf of it and of the shallower ones is judged. proposal,
+    critique, rebuttal, or a deeper debate's critique2 (a second critique of each rebuttal, M
+    of them), rebuttal2 (R rebuttals of each), critique3, ... (the call count grows by M or R
+    with each turn: see --dry-run)."""
     n: int = field(default=8, metadata={"min": 1})
     """Proposals per question."""
     m: int = field(default=4, metadata={"min": 1})
@@ -124,6 +127,7 @@ class PoolsConfig:
     """Print the calls, tokens and projected cost, then stop before any call."""
 
     def __post_init__(self):
+        object.__setattr__(self, "protocol", protocol_name(self.protocol))
         parse_task(self.task)  # registered tasks and back ends, plug-ins included
         parse_model_spec(self.debater)
         judge_backend, _ = parse_model_spec(self.judge)
@@ -193,13 +197,21 @@ def projection(config: PoolsConfig, questions) -> dict:
     calls = {"pilot": config.pilot * len(questions),
              **{role: count * pooled for role, count in per_q.items()}}  # fmt: skip
     q_tokens = sum(len(q.prompt) for q in questions) / CHARS_PER_TOKEN / max(len(questions), 1)
-    p, c, r = plan.proposal_tokens, plan.critique_tokens, plan.rebuttal_tokens
-    prompt_of = {"pilot": q_tokens, "proposer": q_tokens, "control": q_tokens, "critic": q_tokens + p,
-                 "rebuttal": q_tokens + p + c, "judge": q_tokens + p + c + r}  # fmt: skip
-    reply_of = {"pilot": p, "proposer": p, "control": p + c + r, "critic": c, "rebuttal": r,
+    p = plan.proposal_tokens
+    debate = sum(plan.turn_tokens(k) for k in range(plan.depth))  # the deepest transcript
+    prompt_of = {"pilot": q_tokens, "proposer": q_tokens, "control": q_tokens,
+                 "judge": q_tokens + max(debate, plan.control_tokens())}  # fmt: skip
+    reply_of = {"pilot": p, "proposer": p, "control": plan.control_tokens(),
                 "judge": plan.judge_tokens if plan.judge_samples else 1}  # fmt: skip
     tokens = {role: (round(calls[role] * prompt_of[role]), calls[role] * reply_of[role])
-              for role in calls}  # fmt: skip
+              for role in calls if role in prompt_of}  # fmt: skip
+    # a critique or rebuttal reads the debate before it: each level's own prompt length
+    for role, first in (("critic", 1), ("rebuttal", 2)):
+        levels = range(first, plan.depth, 2)
+        nodes = plan.level_nodes()
+        before = lambda k: q_tokens + sum(plan.turn_tokens(j) for j in range(k))  # noqa: E731
+        tokens[role] = (round(pooled * sum(nodes[k] * before(k) for k in levels)),
+                        pooled * sum(nodes[k] * plan.turn_tokens(k) for k in levels))  # fmt: skip
     return {"calls": calls, "tokens": tokens, "cost_usd": cost(config, tokens),
             "cost_usd_sync": cost(config, tokens, 1.0),
             "cost_usd_batch": cost(config, tokens, BATCH_DISCOUNT)}  # fmt: skip

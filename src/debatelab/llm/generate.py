@@ -1,8 +1,10 @@
 """Generate, verify and judge pools of proposals, critiques and rebuttals (REFERENCE C).
 
 For each question: N proposals from the debater, each verified against the ground truth; M
-critiques per proposal; R rebuttals per critique; and the judge's verdict on every leaf of every
-protocol up to the deepest asked for (proposal alone, + critique, + critique + rebuttal), scored
+critiques per proposal; R rebuttals per critique; in deeper debates M further critiques per
+rebuttal, R rebuttals per critique, and so on (the study's proposal, critique, rebuttal,
+critique, ... alternation); and the judge's verdict on every leaf of every protocol up to the
+deepest asked for (proposal alone, + critique, + critique + rebuttal, ...), scored
 P(yes) / (P(yes) + P(no)). The token-matched control arm (``control``) adds N proposals from the
 control template with the whole debate's token budget, judged alone.
 
@@ -23,14 +25,25 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from importlib import resources
+from math import prod
 from pathlib import Path
 
+from ..text.pools import level_sizes
 from .backends import Reply, ReplyError, verdict_score
 from .cache import CallCache, call_key
 from .tasks import Question
 
 ROLES = ("pilot", "proposer", "critic", "rebuttal", "judge", "control", "verifier")
-TEMPLATES = ("proposal", "critique", "rebuttal", "judge", "judge_cot", "control")
+TEMPLATES = (
+    "proposal",
+    "critique",
+    "rebuttal",
+    "critique_later",
+    "rebuttal_later",
+    "judge",
+    "judge_cot",
+    "control",
+)
 
 
 @dataclass(frozen=True)
@@ -41,7 +54,8 @@ class PoolPlan:
     m: int = 4
     r: int = 2
     depth: int = 3
-    """1 proposal only, 2 with critiques, 3 with rebuttals."""
+    """Turns of the deepest protocol: 1 proposal only, 2 with critiques, 3 with rebuttals, 4 a
+    second critique of each rebuttal (M of them), 5 a second rebuttal (R), and so on."""
     control: bool = False
     swap: bool = False
     """Judge every leaf twice, the verdict options in both orders, and average the scores."""
@@ -65,18 +79,33 @@ class PoolPlan:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.judge_samples < 0:
             raise ValueError(f"judge_samples must be at least 0, got {self.judge_samples}")
-        if self.depth not in (1, 2, 3):
-            raise ValueError(f"depth must be 1, 2 or 3, got {self.depth}")
+        if int(self.depth) != self.depth or self.depth < 1:
+            raise ValueError(f"depth must be a whole number of turns >= 1, got {self.depth}")
         if not self.yes or not self.no or set(self.yes) & set(self.no):
             raise ValueError("the judge needs distinct, non-empty yes and no candidate tokens")
 
+    def level_nodes(self) -> list[int]:
+        """Messages per question at each level: N proposals, N M critiques, N M R rebuttals,
+        N M R M second critiques, ..."""
+        return [prod(level_sizes(self.n, self.m, self.r, d)) for d in range(1, self.depth + 1)]
+
+    def turn_tokens(self, level: int) -> int:
+        """Most tokens of a message at ``level`` (0 the proposals)."""
+        if level == 0:
+            return self.proposal_tokens
+        return self.critique_tokens if level % 2 else self.rebuttal_tokens
+
+    def control_tokens(self) -> int:
+        """The control's budget: the whole debate's, proposal, critique and rebuttal (and the
+        later rounds' turns in a deeper debate)."""
+        return sum(self.turn_tokens(k) for k in range(max(self.depth, 3)))
+
     def calls(self) -> dict[str, int]:
         """Model calls per question and role."""
-        n, m, r, d = self.n, self.m, self.r, self.depth
-        leaves = n + (n * m if d >= 2 else 0) + (n * m * r if d >= 3 else 0)
-        out = {"proposer": n, "critic": n * m if d >= 2 else 0,
-               "rebuttal": n * m * r if d >= 3 else 0,
-               "judge": (leaves + (n if self.control else 0)) * (2 if self.swap else 1)
+        nodes = self.level_nodes()
+        n = self.n
+        out = {"proposer": n, "critic": sum(nodes[1::2]), "rebuttal": sum(nodes[2::2]),
+               "judge": (sum(nodes) + (n if self.control else 0)) * (2 if self.swap else 1)
                         * max(1, self.judge_samples),
                "control": n if self.control else 0}  # fmt: skip
         return out
@@ -97,6 +126,8 @@ def load_templates(folder: str | Path | None = None) -> dict[str, str]:
     fields = {"proposal": {"question"}, "control": {"question"},
               "critique": {"question", "proposal"},
               "rebuttal": {"question", "proposal", "critique"},
+              "critique_later": {"question", "transcript"},
+              "rebuttal_later": {"question", "transcript"},
               "judge": {"question", "transcript", "options"},
               "judge_cot": {"question", "transcript"}}  # fmt: skip
     for name, text in out.items():
@@ -119,13 +150,21 @@ def _user(text: str) -> list[dict]:
     return [{"role": "user", "content": text}]
 
 
-def transcript(proposal: str, critique: str | None = None, rebuttal: str | None = None) -> str:
-    parts = [f"Proposed solution:\n{proposal}"]
-    if critique is not None:
-        parts.append(f"Critique:\n{critique}")
-    if rebuttal is not None:
-        parts.append(f"Proposer's rebuttal:\n{rebuttal}")
-    return "\n\n".join(parts)
+def turn_heading(level: int) -> str:
+    """The heading of a message at ``level`` (0 the proposal) in the transcript the judge and
+    the later turns read."""
+    if level == 0:
+        return "Proposed solution"
+    round_ = (level + 1) // 2
+    name = "Critique" if level % 2 else "Proposer's rebuttal"
+    return name if round_ == 1 else f"{name} (round {round_})"
+
+
+def transcript(*messages: str | None) -> str:
+    """The debate so far as the judge reads it: the proposal, then each critique and rebuttal
+    under its heading (None entries are left out, as ``transcript(proposal, None, None)``)."""
+    turns = [m for m in messages if m is not None]
+    return "\n\n".join(f"{turn_heading(k)}:\n{text}" for k, text in enumerate(turns))
 
 
 class PoolGenerator:
@@ -268,55 +307,54 @@ class PoolGenerator:
         )
         checked = self._map("verifier", lambda rep: self._check(question, rep.text), props,
                             self._verifiers)  # fmt: skip
-        crits: list[list[Reply]] = [[] for _ in n_idx]
-        rebs: list[list[list[Reply]]] = [[[] for _ in range(p.m)] for _ in n_idx]
-        if p.depth >= 2:
-            pairs = [(i, j) for i in n_idx for j in range(p.m)]
-            flat = self._map("critic", lambda ij: self._chat(
-                "critic", question, ij, t["critique"].format(
-                    question=question.prompt, proposal=props[ij[0]].text), p.critique_tokens),
-                pairs)  # fmt: skip
-            for (i, _), reply in zip(pairs, flat, strict=True):
-                crits[i].append(reply)
-        if p.depth >= 3:
-            triples = [(i, j, k) for i in n_idx for j in range(p.m) for k in range(p.r)]
-            flat = self._map("rebuttal", lambda ijk: self._chat(
-                "rebuttal", question, ijk, t["rebuttal"].format(
-                    question=question.prompt, proposal=props[ijk[0]].text,
-                    critique=crits[ijk[0]][ijk[1]].text), p.rebuttal_tokens), triples)  # fmt: skip
-            for (i, j, _), reply in zip(triples, flat, strict=True):
-                rebs[i][j].append(reply)
-        leaves = [(i,) for i in n_idx]
-        if p.depth >= 2:
-            leaves += [(i, j) for i in n_idx for j in range(p.m)]
-        if p.depth >= 3:
-            leaves += [(i, j, k) for i in n_idx for j in range(p.m) for k in range(p.r)]
+        # the later levels: each message's children, paths (i,), (i, j), (i, j, k), ...
+        messages: dict[tuple[int, ...], Reply] = {(i,): props[i] for i in n_idx}
+        level = [(i,) for i in n_idx]
+        for k in range(1, p.depth):
+            role = "critic" if k % 2 else "rebuttal"
+            paths = [path + (j,) for path in level for j in range(p.m if k % 2 else p.r)]
+            replies = self._map(role, lambda path, k=k, role=role: self._chat(
+                role, question, path, self._turn_prompt(question, path, messages),
+                p.turn_tokens(k)), paths)  # fmt: skip
+            messages.update(zip(paths, replies, strict=True))
+            level = paths
+        leaves = sorted(messages, key=lambda path: (len(path), path))
 
         def leaf_text(leaf):
-            i = leaf[0]
-            crit = crits[i][leaf[1]].text if len(leaf) > 1 else None
-            reb = rebs[i][leaf[1]][leaf[2]].text if len(leaf) > 2 else None
-            return transcript(props[i].text, crit, reb)
+            return transcript(*(messages[leaf[: d + 1]].text for d in range(len(leaf))))
 
         scores = dict(zip(leaves, self._map("judge", lambda lf: self._score(
             question, leaf_text(lf)), leaves), strict=True))  # fmt: skip
-        main = self._records(question, "main", props, checked, crits, rebs, scores)
+        main = self._records(question, "main", messages, checked, scores)
         records = [main]
         if p.control:
-            budget = p.proposal_tokens + p.critique_tokens + p.rebuttal_tokens
             ctrl = self._map("control", lambda i: self._chat(
                 "control", question, (i,), t["control"].format(question=question.prompt),
-                budget), list(n_idx))  # fmt: skip
+                p.control_tokens()), list(n_idx))  # fmt: skip
             ctrl_checked = self._map("verifier", lambda rep: self._check(question, rep.text),
                                      ctrl, self._verifiers)  # fmt: skip
             ctrl_scores = dict(zip([(i,) for i in n_idx], self._map("judge", lambda rep: self._score(
                 question, transcript(rep.text)), ctrl), strict=True))  # fmt: skip
-            records.append(self._records(question, "control", ctrl, ctrl_checked,
-                                         [[] for _ in n_idx], None, ctrl_scores))  # fmt: skip
+            records.append(self._records(question, "control", {(i,): ctrl[i] for i in n_idx},
+                                         ctrl_checked, ctrl_scores))  # fmt: skip
         pools = [r[0] for r in records]
         text = {"question_id": question.id, "question": question.prompt,
                 "arms": {r[0]["arm"]: r[1] for r in records}}  # fmt: skip
         return pools, text
+
+    def _turn_prompt(self, question: Question, path: tuple[int, ...], messages) -> str:
+        """The prompt of the message at ``path`` (a critique at odd depths, a rebuttal at even):
+        the first critique and rebuttal read the proposal (and critique) in their own fields,
+        later turns the whole transcript so far."""
+        t, level = self.templates, len(path) - 1
+        before = [messages[path[: d + 1]].text for d in range(level)]
+        if level == 1:
+            return t["critique"].format(question=question.prompt, proposal=before[0])
+        if level == 2:
+            return t["rebuttal"].format(question=question.prompt, proposal=before[0],
+                                        critique=before[1])  # fmt: skip
+        name = "critique_later" if level % 2 else "rebuttal_later"
+        return t[name].format(question=question.prompt, transcript=transcript(*before))
 
     def _check(self, question: Question, text: str) -> dict:
         answer = self.task.answer(question, text)
@@ -330,31 +368,36 @@ class PoolGenerator:
         return {"answer": answer, "correct": correct,
                 "verdict": "passed" if correct == 1.0 else "wrong"}  # fmt: skip
 
-    def _records(self, question, arm, props, checked, crits, rebs, scores):
-        pool = {"question_id": question.id, "arm": arm, "proposals": []}
-        text = []
-        for i, (prop, check) in enumerate(zip(props, checked, strict=True)):
-            entry = {"id": str(i), "correct": check["correct"], "score": scores[(i,)],
-                     "tokens": prop.completion_tokens}  # fmt: skip
-            shown = {"id": str(i), "text": prop.text, **check, "score": scores[(i,)],
-                     "critiques": []}  # fmt: skip
-            if crits[i]:
-                entry["critiques"], shown["critiques"] = [], []
-                for j, crit in enumerate(crits[i]):
-                    c = {"id": str(j), "score": scores[(i, j)], "tokens": crit.completion_tokens}
-                    s = {"id": str(j), "text": crit.text, "score": scores[(i, j)],
-                         "rebuttals": []}  # fmt: skip
-                    for k, reb in enumerate(rebs[i][j] if rebs else []):
-                        c.setdefault("rebuttals", []).append(
-                            {"id": str(k), "score": scores[(i, j, k)],
-                             "tokens": reb.completion_tokens})  # fmt: skip
-                        s["rebuttals"].append({"id": str(k), "text": reb.text,
-                                               "score": scores[(i, j, k)]})  # fmt: skip
-                    entry["critiques"].append(c)
-                    shown["critiques"].append(s)
-            pool["proposals"].append(entry)
-            text.append(shown)
-        return pool, text
+    def _records(self, question, arm, messages, checked, scores):
+        """The pool record (scores and tokens, nested proposals -> critiques -> rebuttals ->
+        critiques ...) and the transcript record (the same with the texts) of one arm."""
+        children: dict[tuple[int, ...], list[tuple[int, ...]]] = {}
+        for path in sorted(messages, key=lambda path: (len(path), path)):
+            children.setdefault(path[:-1], []).append(path)
+
+        def nodes(parent, level):
+            pool, text = [], []
+            for path in children.get(parent, []):
+                reply = messages[path]
+                entry = {"id": str(path[-1]), "score": scores[path],
+                         "tokens": reply.completion_tokens}  # fmt: skip
+                shown = {"id": str(path[-1]), "text": reply.text}
+                if level == 0:
+                    entry["correct"] = checked[path[0]]["correct"]
+                    shown.update(checked[path[0]])
+                shown["score"] = scores[path]
+                below, below_text = nodes(path, level + 1)
+                key = "critiques" if level % 2 == 0 else "rebuttals"
+                if below:
+                    entry[key] = below
+                if below or level < 2:  # transcripts list a proposal's and a critique's replies
+                    shown[key] = below_text
+                pool.append(entry)
+                text.append(shown)
+            return pool, text
+
+        pool, text = nodes((), 0)
+        return {"question_id": question.id, "arm": arm, "proposals": pool}, text
 
 
 _VERDICT = re.compile(r"verdict\W{0,5}(\w+)", re.IGNORECASE)

@@ -1,8 +1,8 @@
 """Paired hierarchical bootstrap of sweep metrics.
 
 Each replicate resamples questions with replacement; each drawn question slot then resamples
-its proposals, each proposal its critiques and each critique its rebuttals, every level with
-replacement and at its own size. Below the questions a resample is held as multiplicities
+its proposals, each proposal its critiques and each critique its rebuttals (and each rebuttal
+its later critiques, in deeper pools), every level with replacement and at its own size. Below the questions a resample is held as multiplicities
 (counts) and solved directly (``solve.sweep_arrays``), never materialised: a unit drawn k times
 enters with weight k and one resample of its children. Question slots are independent. The
 innermost level of large pools takes its resample patterns from a fresh per-replicate bank
@@ -24,6 +24,7 @@ from typing import Literal
 
 import numpy as np
 
+from ..games.core import pool_level_name
 from ..progress import progress
 from .pools import PoolSet
 from .solve import presort, sweep_arrays
@@ -40,7 +41,8 @@ class BootstrapConfig:
     replicates: int = 1000
     """Number of bootstrap replicates."""
     levels: tuple[str, ...] = LEVELS
-    """Levels resampled (others kept as observed): questions, proposals, critiques, rebuttals."""
+    """Levels resampled (others kept as observed): questions, proposals, critiques, rebuttals
+    ('critiques' and 'rebuttals' include the later rounds' critiques2, rebuttals2, ...)."""
     confidence: float = 0.95
     """Coverage of the intervals."""
     method: Literal["basic", "percentile", "bca"] = "basic"
@@ -201,10 +203,11 @@ class _Draws:
         self.cache: dict = {}
 
     def __call__(self, arm: str, positions: np.ndarray, shape: tuple[int, ...]):
-        """Counts for the slots at ``positions`` of pools of ``shape`` (N[, M[, R]])."""
+        """Counts for the slots at ``positions`` of pools of ``shape`` (N[, M[, R ...]])."""
         counts = {}
-        for d, level in enumerate(LEVELS[1 : len(shape) + 1], 1):
-            if level not in self.levels:
+        for d in range(1, len(shape) + 1):
+            level = pool_level_name(d - 1)
+            if level.rstrip("0123456789") not in self.levels:
                 continue
             # the innermost level of a deeper pool is presorted: it takes running sums
             name = f"{level}_cumulative" if d == len(shape) > 1 else level

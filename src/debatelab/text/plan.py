@@ -12,7 +12,9 @@ questions of ``N x M x R`` pools the variance is taken as::
     Var = (Q0 / Q) * (B + V_N N0 / N + V_M N0 M0 / (N M) + V_R N0 M0 R0 / (N M R))
 
 (each within part shrinks with the number of its items in a question, everything with the
-number of questions), and the
+number of questions; in deeper debates a later round's critiques and rebuttals are resampled
+with their kind and counted at the first round's size, which overstates their part: a
+conservative plan), and the
 interval's width as ``2 z Var ** 0.5``. This is an approximation: best-of-n estimators are not
 means, so tests/test_text_plan.py checks the sizes it proposes by simulation, on synthetic pools
 whose truth is known.

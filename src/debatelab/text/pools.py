@@ -9,6 +9,12 @@ the judge's score of every leaf:
 | ``proposal``| proposal alone                     | (N,)        |
 | ``critique``| proposal + critique                | (N, M)      |
 | ``rebuttal``| proposal + critique + rebuttal     | (N, M, R)   |
+| ``critique2``| ... + a second critique           | (N, M, R, M)|
+| ``rebuttal2``| ... + a second rebuttal           | (N, M, R, M, R) |
+
+and so on to any depth (the study's proposal, critique, rebuttal, critique, ... alternation:
+``critiqueK`` and ``rebuttalK`` are the K-th round's; every critique level has the critic's M
+children, every rebuttal level R).
 
 A score is the judge's P(yes) / (P(yes) + P(no)) that the proposal is correct, in [0, 1].
 Correctness is per proposal, in [0, 1] (1 correct, 0 wrong; a fraction such as a test pass rate
@@ -19,12 +25,14 @@ Token counts, where given, are the transcript length the judge saw at that leaf.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..errors import DebatelabError
+from ..games.core import pool_level_name
 from ..protocols import builtin_protocols
 
 #: The text protocols declared in :mod:`debatelab.protocols` (a move is one message), in
@@ -40,19 +48,48 @@ class PoolError(DebatelabError, ValueError):
     """A pool file or array breaks the schema; the message names the question and the fix."""
 
 
+_DEEPER = re.compile(r"(critique|rebuttal)([1-9][0-9]*)")
+
+
+def protocol_at_depth(depth: int) -> str:
+    """The text protocol of ``depth`` turns: proposal, critique, rebuttal, then critique2,
+    rebuttal2, critique3, ... (the name of its deepest level, singular)."""
+    if int(depth) < 1:
+        raise ValueError(f"a text protocol has at least one turn, got depth {depth}")
+    if depth <= len(PROTOCOLS):
+        return PROTOCOLS[depth - 1]
+    return re.sub(r"s([0-9]*)$", r"\1", pool_level_name(depth - 1))
+
+
 def protocol_name(name: str) -> str:
-    """Canonical protocol name: 'proposal', 'critique' or 'rebuttal' (aliases such as
-    'proposal-only', '+critique', '+critique+rebuttal' are accepted)."""
+    """Canonical protocol name: 'proposal', 'critique', 'rebuttal', or a later round's
+    'critique2', 'rebuttal2', 'critique3', ... (aliases such as 'proposal-only', '+critique',
+    '+critique+rebuttal' are accepted; 'critique1' is 'critique')."""
     key = str(name).strip().lower()
-    if key not in _ALIASES:
-        raise PoolError(f"unknown protocol {name!r}; use one of {', '.join(PROTOCOLS)}")
-    return _ALIASES[key]
+    if key in _ALIASES:
+        return _ALIASES[key]
+    deeper = _DEEPER.fullmatch(key)
+    if deeper is None:
+        raise PoolError(f"unknown protocol {name!r}; use one of {', '.join(PROTOCOLS)} or a "
+                        "later round's critique2, rebuttal2, critique3, ...")  # fmt: skip
+    kind, round_ = deeper.group(1), int(deeper.group(2))
+    return protocol_at_depth(2 * round_ + (kind == "rebuttal"))
 
 
 def protocol_depth(protocol: str) -> int:
     """The protocol's number of turns: 1 for proposal only, 2 with a critique, 3 with a
-    rebuttal."""
-    return _DEPTH[protocol_name(protocol)]
+    rebuttal, 4 with a second critique (critique2), and so on."""
+    name = protocol_name(protocol)
+    if name in _DEPTH:
+        return _DEPTH[name]
+    kind, round_ = _DEEPER.fullmatch(name).groups()
+    return 2 * int(round_) + (kind == "rebuttal")
+
+
+def level_sizes(n: int, m: int, r: int, depth: int) -> tuple[int, ...]:
+    """A pool's shape at ``depth``: (N,), (N, M), (N, M, R), (N, M, R, M), ... (every critique
+    level has M children, every rebuttal level R)."""
+    return (n, *((m if d % 2 else r) for d in range(1, depth)))
 
 
 @dataclass(frozen=True, eq=False)
@@ -64,7 +101,8 @@ class QuestionPool:
     correct: np.ndarray
     """(N,) ground-truth correctness of each proposal, in [0, 1]."""
     scores: dict[str, np.ndarray]
-    """Protocol name -> judge scores of shape (N,), (N, M) or (N, M, R), in [0, 1]."""
+    """Protocol name -> judge scores of shape (N,), (N, M), (N, M, R), (N, M, R, M), ...
+    (one axis per turn), in [0, 1]."""
     arm: str = MAIN_ARM
     """Which proposer pool this is: 'main', or e.g. 'control' for a token-matched control."""
     proposal_ids: tuple[str, ...] | None = None
@@ -129,8 +167,8 @@ def _float_array(arr, proto: str, where: str) -> np.ndarray:
 def _check_scores(arr: np.ndarray, proto: str, n: int, where: str) -> np.ndarray:
     depth = protocol_depth(proto)
     if arr.dtype == object or arr.ndim != depth:
-        raise PoolError(f"{where}: {proto!r} scores must have {depth} dimension(s) "
-                        f"(N{', M' if depth > 1 else ''}{', R' if depth > 2 else ''}), "
+        axes = ", ".join("N" if d == 0 else "M" if d % 2 else "R" for d in range(depth))
+        raise PoolError(f"{where}: {proto!r} scores must have {depth} dimension(s) ({axes}), "
                         f"got shape {arr.shape}; ragged pools are not supported")  # fmt: skip
     if arr.shape[0] != n:
         raise PoolError(f"{where}: {proto!r} scores cover {arr.shape[0]} proposals, "
@@ -194,7 +232,8 @@ class PoolSet:
     def protocols(self, arm: str = MAIN_ARM) -> tuple[str, ...]:
         """Protocols that every question of ``arm`` has, in order of depth."""
         qs = self.arm(arm)
-        return tuple(p for p in PROTOCOLS if all(p in q.scores for q in qs))
+        names = sorted({p for q in qs for p in q.scores}, key=protocol_depth)
+        return tuple(p for p in names if all(p in q.scores for q in qs))
 
     def arm(self, arm: str) -> tuple[QuestionPool, ...]:
         qs = tuple(q for q in self.questions if q.arm == arm)
@@ -223,7 +262,7 @@ class PoolSet:
         """Questions of equal pool shape stacked into arrays.
 
         Returns a list of ``(positions, scores, correct)`` with ``positions`` the questions'
-        indices in ``question_ids`` (default: all of the arm), ``scores`` ``(G, N[, M[, R]])`` and
+        indices in ``question_ids`` (default: all of the arm), ``scores`` ``(G, N[, M[, R ...]])`` and
         ``correct`` ``(G, N)``.
         """
         proto = protocol_name(protocol)

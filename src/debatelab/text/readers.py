@@ -9,18 +9,21 @@ Long table columns (one row per scored leaf):
 | proposal_id       | yes      | the proposal, unique within the question                   |
 | critique_id       | no       | empty for a proposal-only leaf                             |
 | rebuttal_id       | no       | empty unless the leaf is a rebuttal (needs a critique_id)  |
+| critique2_id, ... | no       | later rounds (each needs the id before it): critique2_id,  |
+|                   |          | rebuttal2_id, critique3_id, ...                            |
 | score             | yes      | judge P(yes) / (P(yes) + P(no)), in [0, 1]                 |
 | correct           | yes      | the proposal's ground-truth correctness (0/1, true/false)  |
 | arm               | no       | proposer pool, default 'main' (e.g. 'control')             |
 | proposal_tokens   | no       | tokens of the proposal                                     |
 | critique_tokens   | no       | tokens of the critique                                     |
-| rebuttal_tokens   | no       | tokens of the rebuttal                                     |
+| rebuttal_tokens   | no       | tokens of the rebuttal (critique2_tokens, ... likewise)    |
 
 A leaf's protocol follows from the ids it has. Nested JSON Lines: one object per question,
 ``{"question_id", "arm"?, "proposals": [{"id", "correct", "score"?, "tokens"?,
 "critiques": [{"id", "score"?, "tokens"?, "rebuttals": [{"id", "score", "tokens"?}]}]}]}``,
 where a ``score`` on a proposal is its proposal-only leaf and on a critique its
-proposal + critique leaf. Lines without ``proposals`` are read as flat leaf rows.
+proposal + critique leaf; deeper pools go on alternating (a rebuttal's ``critiques``, their
+``rebuttals``, ...). Lines without ``proposals`` are read as flat leaf rows.
 """
 
 from __future__ import annotations
@@ -35,13 +38,27 @@ from typing import Any
 import numpy as np
 
 from ..atomic import write_atomic
-from .pools import MAIN_ARM, PROTOCOLS, PoolError, PoolSet, QuestionPool
+from ..games.core import pool_level_name
+from .pools import MAIN_ARM, PoolError, PoolSet, QuestionPool, protocol_at_depth
 
-ID_COLUMNS = ("question_id", "arm", "proposal_id", "critique_id", "rebuttal_id")
-TOKEN_COLUMNS = ("proposal_tokens", "critique_tokens", "rebuttal_tokens")
 REQUIRED = ("question_id", "proposal_id", "score", "correct")
 _TRUE = {"1", "1.0", "true", "t", "yes", "y"}
 _FALSE = {"0", "0.0", "false", "f", "no", "n"}
+
+
+def level_column(level: int, what: str = "id") -> str:
+    """The long table's column of a pool level (0 the proposals): proposal_id, critique_id,
+    rebuttal_id, critique2_id, ... (``what`` 'tokens': proposal_tokens, ...)."""
+    name = pool_level_name(level)
+    return f"{name[:-1]}_{what}" if name.endswith("s") else f"{name.replace('s', '', 1)}_{what}"
+
+
+def _depth_of_columns(names) -> int:
+    """The deepest level whose id column is among ``names`` (1: proposals only)."""
+    depth = 1
+    while level_column(depth) in names or level_column(depth, "tokens") in names:
+        depth += 1
+    return depth
 
 
 def read_pools(path: str | Path) -> PoolSet:
@@ -132,17 +149,22 @@ def _flatten_question(obj: dict, where: str) -> list[dict[str, Any]]:
         n_before = len(rows)
         if "score" in prop:
             rows.append({**p, "score": prop["score"]})
-        for crit in prop.get("critiques", []):
-            c = {**p, "critique_id": crit.get("id"), "critique_tokens": crit.get("tokens")}
-            if "score" in crit:
-                rows.append({**c, "score": crit["score"]})
-            for reb in crit.get("rebuttals", []):
-                rows.append({**c, "rebuttal_id": reb.get("id"), "score": reb.get("score"),
-                             "rebuttal_tokens": reb.get("tokens")})  # fmt: skip
+        _flatten_children(prop, p, 1, rows)
         if len(rows) == n_before:
             raise PoolError(f"{where}: proposal {prop['id']!r} of question "
                             f"{obj['question_id']!r} has no scored leaf")  # fmt: skip
     return rows
+
+
+def _flatten_children(node: dict, row: dict, level: int, rows: list) -> None:
+    """The leaves under ``node`` (a proposal at level 0): its ``critiques``, their
+    ``rebuttals``, their ``critiques``, ... alternating to any depth."""
+    for child in node.get("critiques" if level % 2 else "rebuttals", []):
+        c = {**row, level_column(level): child.get("id"),
+             level_column(level, "tokens"): child.get("tokens")}  # fmt: skip
+        if "score" in child:
+            rows.append({**c, "score": child["score"]})
+        _flatten_children(child, c, level + 1, rows)
 
 
 def pools_from_records(rows: list[dict[str, Any]], source: str = "records") -> PoolSet:
@@ -247,7 +269,10 @@ def pools_from_columns(cols: dict[str, Any], source: str = "table") -> PoolSet:
     if n_rows == 0:
         raise PoolError(f"{source}: no rows")
     blank = [None] * n_rows
-    ids = {c: _ids(cols.get(c, blank), c, source, c in REQUIRED) for c in ID_COLUMNS}
+    max_depth = _depth_of_columns(cols)
+    levels = [level_column(d) for d in range(max_depth)]
+    id_columns = ("question_id", "arm", *levels)
+    ids = {c: _ids(cols.get(c, blank), c, source, c in REQUIRED) for c in id_columns}
     ids["arm"] = np.where(ids["arm"] == "", MAIN_ARM, ids["arm"])
     score = _floats(cols["score"], "score", source)
     correct = _floats(cols["correct"], "correct", source)
@@ -259,33 +284,32 @@ def pools_from_columns(cols: dict[str, Any], source: str = "table") -> PoolSet:
         raise PoolError(f"{source}: row {row + 1}: correctness is missing for proposal "
                         f"{ids['proposal_id'][row]!r} of question {ids['question_id'][row]!r}")  # fmt: skip
     tokens = [_floats(cols[c], c, source) if c in cols else np.full(n_rows, np.nan)
-              for c in TOKEN_COLUMNS]  # fmt: skip
-    has_c, has_r = ids["critique_id"] != "", ids["rebuttal_id"] != ""
-    if (has_r & ~has_c).any():
-        row = int(np.flatnonzero(has_r & ~has_c)[0])
-        raise PoolError(f"{source}: row {row + 1}: a rebuttal needs a critique_id")
-    depth = 1 + has_c.astype(int) + has_r.astype(int)
-    codes = {c: np.unique(ids[c], return_inverse=True)[1].astype(np.int64) for c in ID_COLUMNS}
+              for c in (level_column(d, "tokens") for d in range(max_depth))]  # fmt: skip
+    has = [ids[c] != "" for c in levels[1:]]
+    for d in range(1, len(has)):
+        if (has[d] & ~has[d - 1]).any():
+            row = int(np.flatnonzero(has[d] & ~has[d - 1])[0])
+            raise PoolError(f"{source}: row {row + 1}: a {levels[d + 1]} needs a {levels[d]}")
+    depth = 1 + np.sum(has, axis=0, dtype=np.int64) if has else np.ones(n_rows, np.int64)
+    codes = {c: np.unique(ids[c], return_inverse=True)[1].astype(np.int64) for c in id_columns}
     group = codes["arm"] * (codes["question_id"].max() + 1) + codes["question_id"]
-    order = np.lexsort((codes["rebuttal_id"], codes["critique_id"], codes["proposal_id"], depth,
-                        group))  # fmt: skip
-    key = np.stack([group, depth, codes["proposal_id"], codes["critique_id"],
-                    codes["rebuttal_id"]], axis=1)[order]  # fmt: skip
+    order = np.lexsort((*(codes[c] for c in reversed(levels)), depth, group))
+    key = np.stack([group, depth, *(codes[c] for c in levels)], axis=1)[order]
     dup = (key[1:] == key[:-1]).all(axis=1)
     if dup.any():
         row = int(order[np.flatnonzero(dup)[0]])
+        path = ", ".join(f"{c[:-3]} {ids[c][row] or '-'!r}" for c in levels)
         raise PoolError(f"{source}: duplicate leaf (question {ids['question_id'][row]!r}, "
-                        f"proposal {ids['proposal_id'][row]!r}, critique "
-                        f"{ids['critique_id'][row] or '-'!r}, rebuttal "
-                        f"{ids['rebuttal_id'][row] or '-'!r})")  # fmt: skip
+                        f"{path})")  # fmt: skip
     bounds = np.flatnonzero(np.diff(key[:, 0])) + 1
     questions = []
     for rows in np.split(order, bounds):
-        questions.append(_question(rows, ids, codes, depth, score, correct, tokens, source))
+        questions.append(_question(rows, ids, codes, levels, depth, score, correct, tokens,
+                                   source))  # fmt: skip
     return PoolSet(tuple(questions))
 
 
-def _question(rows, ids, codes, depth, score, correct, tokens, source) -> QuestionPool:
+def _question(rows, ids, codes, levels, depth, score, correct, tokens, source) -> QuestionPool:
     qid, arm = str(ids["question_id"][rows[0]]), str(ids["arm"][rows[0]])
     where = f"{source}: question {qid!r} (arm {arm!r})"
     p_codes, first = np.unique(codes["proposal_id"][rows], return_index=True)
@@ -300,11 +324,12 @@ def _question(rows, ids, codes, depth, score, correct, tokens, source) -> Questi
         raise PoolError(f"{where}: proposal {bad!r} has conflicting correctness values")
     proposal_ids = tuple(str(p) for p in ids["proposal_id"][rows[first]])
     scores, toks = {}, {}
-    for d, proto in enumerate(PROTOCOLS, 1):
-        sel = rows[depth[rows] == d]  # already sorted by proposal, critique, rebuttal
+    for d in range(1, len(levels) + 1):
+        proto = protocol_at_depth(d)
+        sel = rows[depth[rows] == d]  # already sorted by proposal, critique, rebuttal, ...
         if sel.size == 0:
             continue
-        shape = _rectangle(sel, codes, d, n, where, proto, proposal_ids, p_codes)
+        shape = _rectangle(sel, codes, levels, d, n, where, proto, proposal_ids, p_codes)
         scores[proto] = score[sel].reshape(shape)
         tok = sum(tokens[k][sel] for k in range(d))
         if np.isfinite(tok).all():
@@ -313,7 +338,7 @@ def _question(rows, ids, codes, depth, score, correct, tokens, source) -> Questi
                         proposal_ids=proposal_ids, tokens=toks)  # fmt: skip
 
 
-def _rectangle(sel, codes, d, n, where, proto, proposal_ids, p_codes) -> tuple[int, ...]:
+def _rectangle(sel, codes, levels, d, n, where, proto, proposal_ids, p_codes) -> tuple[int, ...]:
     p = codes["proposal_id"][sel]
     present = np.unique(p)
     if present.size != n:
@@ -321,40 +346,40 @@ def _rectangle(sel, codes, d, n, where, proto, proposal_ids, p_codes) -> tuple[i
         raise PoolError(f"{where}: ragged pool: proposal(s) {lacking} have no {proto!r} leaves "
                         f"while {present.size} of {n} proposals do")  # fmt: skip
     shape = [n]
-    if d >= 2:
-        pc = p * (codes["critique_id"].max() + 1) + codes["critique_id"][sel]
-        new_c = np.concatenate([[True], pc[1:] != pc[:-1]])
-        per_p = np.bincount(np.searchsorted(p_codes, p[new_c]), minlength=n)
-        if per_p.min() != per_p.max():
-            i = int(np.argmin(per_p))
-            raise PoolError(f"{where}: ragged {proto!r} pool: proposal {proposal_ids[i]!r} has "
-                            f"{per_p[i]} critiques, others up to {per_p.max()}")  # fmt: skip
-        shape.append(int(per_p[0]))
-        if d == 3:
-            per_c = np.diff(np.append(np.flatnonzero(new_c), sel.size))
-            if per_c.min() != per_c.max():
-                raise PoolError(f"{where}: ragged 'rebuttal' pool: critiques have between "
-                                f"{per_c.min()} and {per_c.max()} rebuttals")  # fmt: skip
-            shape.append(int(per_c[0]))
+    # rows are sorted by their path: a node of level k starts where the path up to k changes
+    new_parent = np.concatenate([[True], p[1:] != p[:-1]])
+    for k in range(1, d):
+        code = codes[levels[k]][sel]
+        new = new_parent | np.concatenate([[True], code[1:] != code[:-1]])
+        per_parent = np.bincount(np.cumsum(new_parent)[new] - 1)
+        if per_parent.min() != per_parent.max():
+            parent = pool_level_name(k - 1)[:-1].rstrip("s")
+            child = pool_level_name(k)
+            raise PoolError(f"{where}: ragged {proto!r} pool: each {parent} must have the same "
+                            f"number of {child}, found between {per_parent.min()} and "
+                            f"{per_parent.max()}")  # fmt: skip
+        shape.append(int(per_parent[0]))
+        new_parent = new
     return tuple(shape)
 
 
 def pools_to_records(pools: PoolSet) -> list[dict[str, Any]]:
     """Flat leaf rows of the long table (token columns only where a pool has tokens)."""
     rows = []
+    deepest = max(max(3, arr.ndim) for q in pools for arr in q.scores.values())
     for q in pools:
         for proto, arr in q.scores.items():
             tok = q.tokens.get(proto)
             for idx in np.ndindex(arr.shape):
                 row = {"question_id": q.question_id, "arm": q.arm,
-                       "proposal_id": q.proposal_ids[idx[0]],
-                       "critique_id": f"c{idx[1]}" if len(idx) > 1 else "",
-                       "rebuttal_id": f"r{idx[2]}" if len(idx) > 2 else "",
-                       "score": float(arr[idx]), "correct": float(q.correct[idx[0]])}  # fmt: skip
+                       "proposal_id": q.proposal_ids[idx[0]]}  # fmt: skip
+                for k in range(1, deepest):  # the shallower leaves leave deeper ids empty
+                    row[level_column(k)] = f"{'cr'[1 - k % 2]}{idx[k]}" if k < len(idx) else ""
+                row["score"], row["correct"] = float(arr[idx]), float(q.correct[idx[0]])
                 if tok is not None:  # transcript tokens stored on the leaf's last message
-                    row[TOKEN_COLUMNS[len(idx) - 1]] = float(tok[idx])
+                    row[level_column(len(idx) - 1, "tokens")] = float(tok[idx])
                     for k in range(len(idx) - 1):
-                        row[TOKEN_COLUMNS[k]] = 0.0
+                        row[level_column(k, "tokens")] = 0.0
                 rows.append(row)
     return rows
 

@@ -2,7 +2,8 @@
 
 From the inside out: the rebuttal player maximises the judge score over each critique's
 rebuttals, the critic minimises over each proposal's critiques, the proposer maximises over its
-proposals. Each player is a rank policy (``debatelab.policies``): best-of-n with replacement is
+proposals; deeper pools (a second critique of each rebuttal, and so on) alternate the critic and
+the rebuttal player, each with its own policy at every level it moves. Each player is a rank policy (``debatelab.policies``): best-of-n with replacement is
 ``BestOfN(draws)``, quantilisers ``TopK(k)``, exact play ``Exact()``; None leaves a level
 unoptimised (one draw). Numbers of draws are converted to policies explicitly at the config edges
 (``SweepSpec``, ``BonConfig``, :func:`draws_policy`); the solver refuses a bare int, which the rest
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..games.core import reduce_level, solve_pool
+from ..games.core import pool_level_name, reduce_level, solve_pool
 from ..policies import (
     BestOfN,
     Exact,
@@ -172,34 +173,36 @@ class NestedResult:
 
 
 def presort(scores) -> np.ndarray:
-    """Sort the innermost axis best-first for its player (rebuttals descending, critiques
-    ascending); proposal-only pools are returned as they are. See ``sweep_arrays``."""
+    """Sort the innermost axis of stacked pools ``(G, N, ...)`` best-first for its player
+    (rebuttals descending, critiques ascending: a level's player maximises at odd depths);
+    proposal-only pools are returned as they are. See ``sweep_arrays``."""
     scores = np.asarray(scores, dtype=np.float64)
-    if scores.ndim == 4:
-        return -np.sort(-scores, axis=-1)
-    if scores.ndim == 3:
-        return np.sort(scores, axis=-1)
-    return scores
+    depth = scores.ndim - 1
+    if depth < 2:
+        return scores
+    return -np.sort(-scores, axis=-1) if depth % 2 else np.sort(scores, axis=-1)
 
 
 def _innermost(depth: int) -> str | None:
-    return {2: "critiques", 3: "rebuttals"}.get(depth)
+    return pool_level_name(depth - 1) if depth >= 2 else None
 
 
 def sweep_arrays(scores, correct, n, m=(None,), r=(None,), counts=None, want_weights=False,
                  presorted=False):  # fmt: skip
     """Solve stacked pools for every combination of proposer, critic and rebuttal policies.
 
-    ``scores`` is ``(G, N)``, ``(G, N, M)`` or ``(G, N, M, R)`` for G questions of one shape and
-    ``correct`` ``(G, N)``; ``n``, ``m``, ``r`` are sequences of rank policies (or policy
-    strings; None is one draw; see :func:`text_policy`: numbers of draws must already be
-    ``BestOfN``). ``counts`` optionally maps 'proposals', 'critiques', 'rebuttals' to
-    multiplicities of the same shape as the level's pool (each pool's counts summing to its
-    size, as in a resample). With ``presorted`` the innermost axis is already sorted best-first
-    for its player (``presort``) and that level's counts are given in sorted order (a resample of
-    an exchangeable pool needs no order), so repeated solves of one pool (the bootstrap) sort the
-    leaves once; the innermost level's counts may then be given as running sums under
-    '<level>_cumulative' instead.
+    ``scores`` is ``(G, N)``, ``(G, N, M)``, ``(G, N, M, R)`` or deeper (``(G, N, M, R, M)``:
+    a second critique, and so on) for G questions of one shape and ``correct`` ``(G, N)``;
+    ``n``, ``m``, ``r`` are sequences of rank policies (or policy strings; None is one draw; see
+    :func:`text_policy`: numbers of draws must already be ``BestOfN``). The critic plays its
+    policy at every critique level and the rebuttal player at every rebuttal level. ``counts``
+    optionally maps level names ('proposals', 'critiques', 'rebuttals', 'critiques2', ...,
+    :func:`~debatelab.games.core.pool_level_name`) to multiplicities of the same shape as the
+    level's pool (each pool's counts summing to its size, as in a resample). With ``presorted``
+    the innermost axis is already sorted best-first for its player (``presort``) and that
+    level's counts are given in sorted order (a resample of an exchangeable pool needs no
+    order), so repeated solves of one pool (the bootstrap) sort the leaves once; the innermost
+    level's counts may then be given as running sums under '<level>_cumulative' instead.
     Returns accuracy and win rate ``(G, len n, len m, len r)`` and, with ``want_weights``, the
     proposer weights ``(G, len n, len m, len r, N)``.
     """
@@ -207,13 +210,13 @@ def sweep_arrays(scores, correct, n, m=(None,), r=(None,), counts=None, want_wei
     depth = scores.ndim - 1
     counts = dict(counts or {})
     pn = [text_policy(x) for x in n]
-    pm = [text_policy(x) for x in (m if depth >= 2 else (None,))]
-    pr = [text_policy(x) for x in (r if depth >= 3 else (None,))]
+    per_axis = {"m": [text_policy(x) for x in (m if depth >= 2 else (None,))],
+                "r": [text_policy(x) for x in (r if depth >= 3 else (None,))]}  # fmt: skip
     inner = _innermost(depth)
     if presorted:
         s = scores
     elif inner is not None and counts.get(inner) is not None:  # sort the counts along
-        order = np.argsort(-scores if depth == 3 else scores, axis=-1, kind="stable")
+        order = np.argsort(-scores if depth % 2 else scores, axis=-1, kind="stable")
         s = np.take_along_axis(scores, order, axis=-1)
         counts[inner] = np.take_along_axis(np.broadcast_to(counts[inner], scores.shape), order,
                                            axis=-1)  # fmt: skip
@@ -221,17 +224,30 @@ def sweep_arrays(scores, correct, n, m=(None,), r=(None,), counts=None, want_wei
         s = presort(scores)
     if not presorted and inner is not None and counts.get(f"{inner}_cumulative") is not None:
         raise ValueError(f"'{inner}_cumulative' counts need presorted pools (presorted=True)")
-    if depth == 3:
-        v = level_values(s, pr, True, counts.get("rebuttals"), True,
-                         counts.get("rebuttals_cumulative"))  # (Pr, G, N, M)  # fmt: skip
-    else:
-        v = s[None]  # (1, G, N[, M])
-    if depth >= 2:
-        top = depth == 2
-        v = level_values(v, pm, False, counts.get("critiques"), top,
-                         counts.get("critiques_cumulative") if top else None)  # fmt: skip
-    else:
-        v = v[None]  # (1, 1, G, N)
+    # inner levels from the leaves up: v carries one leading axis per player reduced so far
+    # (``axes``, innermost player first); a player met again (a later round) plays its own
+    # policy of that axis: the diagonal, not a product
+    v, axes = s, []
+    for d in range(depth, 1, -1):
+        axis = "m" if d % 2 == 0 else "r"
+        level, top = pool_level_name(d - 1), d == depth
+        args = (
+            d % 2 == 1,
+            counts.get(level),
+            top,
+            counts.get(f"{level}_cumulative") if top else None,
+        )
+        if axis not in axes:
+            v, axes = level_values(v, per_axis[axis], *args), [axis, *axes]
+        else:
+            at = axes.index(axis)
+            v = np.stack([level_values(np.take(v, i, axis=at), [pol], *args)[0]
+                          for i, pol in enumerate(per_axis[axis])], axis=at)  # fmt: skip
+    for axis in ("r", "m"):  # -> (Pm, Pr, G, N)
+        if axis not in axes:
+            v, axes = v[None], [axis, *axes]
+    if axes[0] != "m":
+        v = np.swapaxes(v, 0, 1)
     acc, win, w = proposer_level(v, np.asarray(correct)[None, None], pn, counts.get("proposals"),
                                  want_weights)  # (Pn, Pm, Pr, G)  # fmt: skip
     acc = acc.transpose(3, 0, 1, 2)
@@ -241,21 +257,29 @@ def sweep_arrays(scores, correct, n, m=(None,), r=(None,), counts=None, want_wei
     return acc, win, w
 
 
+def player_policies(depth: int, n: PolicySpec, m: PolicySpec = None,
+                    r: PolicySpec = None) -> list[RankPolicy]:  # fmt: skip
+    """The policy of each level of a pool of ``depth`` turns: the proposer's, then the critic's
+    and the rebuttal player's alternately (each plays its own at every level it moves)."""
+    return [text_policy(n)] + [text_policy(m if d % 2 == 0 else r) for d in range(2, depth + 1)]
+
+
 def nested_best_of_n(scores, correct, n: PolicySpec, m: PolicySpec = None,
                      r: PolicySpec = None) -> NestedResult:  # fmt: skip
     """Nested best-of-n over one question's pool, solved by the game core.
 
     ``scores`` ``(N,)``: proposal only; ``(N, M)``: proposal + critique; ``(N, M, R)``: proposal
-    + critique + rebuttal, each leaf the judge's score in [0, 1]. ``correct`` ``(N,)``. ``n``
-    (proposer, maximising), ``m`` (critic, minimising), ``r`` (rebuttal, maximising) are rank
+    + critique + rebuttal; ``(N, M, R, M)`` and deeper: later rounds; each leaf the judge's score
+    in [0, 1]. ``correct`` ``(N,)``. ``n`` (proposer, maximising), ``m`` (critic, minimising, at
+    every critique level), ``r`` (rebuttal, maximising, at every rebuttal level) are rank
     policies (``BestOfN(draws)``, ``TopK(k)``, ``Exact()``, ``Uniform()``) or policy strings
     ('bo8', 'top3', 'exact'); None leaves a level unoptimised (one draw). A bare int is refused
     (``BestOfN(d)`` for d draws). Giving ``m`` or ``r`` for a level the pool lacks is an error.
     """
     scores = np.asarray(scores, dtype=np.float64)
     correct = np.asarray(correct, dtype=np.float64)
-    if scores.ndim not in (1, 2, 3) or 0 in scores.shape:
-        raise ValueError(f"scores must be a non-empty (N,), (N, M) or (N, M, R) array, "
+    if scores.ndim < 1 or 0 in scores.shape:
+        raise ValueError(f"scores must be a non-empty (N,), (N, M), (N, M, R), ... array, "
                          f"got shape {scores.shape}")  # fmt: skip
     if correct.shape != scores.shape[:1]:
         raise ValueError(f"correct must have shape ({scores.shape[0]},), got {correct.shape}")
@@ -265,7 +289,7 @@ def nested_best_of_n(scores, correct, n: PolicySpec, m: PolicySpec = None,
         raise ValueError("m (critic policy) given but scores have no critique axis")
     if r is not None and scores.ndim < 3:
         raise ValueError("r (rebuttal policy) given but scores have no rebuttal axis")
-    policies = [text_policy(x) for x in (n, m, r)[: scores.ndim]]
+    policies = player_policies(scores.ndim, n, m, r)
     sol = solve_pool(scores, correct, policies)
     return NestedResult(float(sol.root_carried[0]), float(sol.root_value[0]),
                         sol.weights[0][0], sol.values[1])  # fmt: skip

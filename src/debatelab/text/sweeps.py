@@ -28,14 +28,15 @@ class SweepSpec:
     here (:func:`~debatelab.text.solve.draws_policy`), so the fields hold rank policies."""
 
     protocol: str
-    """'proposal', 'critique' or 'rebuttal'."""
+    """'proposal', 'critique', 'rebuttal', or a later round's 'critique2', 'rebuttal2', ..."""
     n: tuple[DrawsSpec, ...] = tuple(range(1, 21))
     """Proposer policies: ints are numbers of best-of-n draws (``BestOfN``)."""
     m: tuple[DrawsSpec, ...] = (None,)
-    """Critic policies (ints: draws); ignored (one unoptimised entry) for the proposal-only
-    protocol."""
+    """Critic policies (ints: draws), played at every critique level; ignored (one unoptimised
+    entry) for the proposal-only protocol."""
     r: tuple[DrawsSpec, ...] = (None,)
-    """Rebuttal policies (ints: draws); ignored unless the protocol has rebuttals."""
+    """Rebuttal policies (ints: draws), played at every rebuttal level; ignored unless the
+    protocol has rebuttals."""
     arm: str = MAIN_ARM
     """Proposer pool: 'main' or a control arm."""
 
@@ -48,6 +49,11 @@ class SweepSpec:
             if not vals:
                 raise ValueError(f"SweepSpec.{name} must not be empty")
             object.__setattr__(self, name, tuple(draws_policy(v) for v in vals))
+
+    @property
+    def depth(self) -> int:
+        """Turns of the protocol: 1 proposal only, 2 with a critique, 3 with a rebuttal, ..."""
+        return protocol_depth(self.protocol)
 
     @property
     def key(self) -> str:
