@@ -316,6 +316,24 @@ def test_judges_train_resumes_from_its_last_finished_epoch(tmp_path, data_root):
                                           tmp_path / "cache-ref", tmp_path / "cache-killed")  # fmt: skip
     done = at_kill["*.partial.pt"]
     assert [_epoch(h) for h in final[: len(done)]] == done  # not trained again
+    # the run log holds both sittings: the killed one's epochs (logged once saved), then the
+    # resume's, which starts after the last saved epoch; the killed sitting never finished
+    from debatelab.runlog import read_log
+
+    events = read_log(tmp_path / "killed" / "log.jsonl")
+    starts = [e for e in events if e["event"] == "sitting_started"]
+    assert [(e["sitting"], e["resumed"]) for e in starts] == [(1, False), (2, True)]
+    epochs = {s: [e["epoch"] for e in events if e["event"] == "epoch" and e["sitting"] == s]
+              for s in (1, 2)}  # fmt: skip
+    assert epochs[1] == list(range(1, len(epochs[1]) + 1)) and len(epochs[1]) <= len(done)
+    assert epochs[2] == list(range(len(done) + 1, 5))
+    ends = [e["sitting"] for e in events if e["event"] == "sitting_finished"]
+    assert ends == [2] and events[-1]["event"] == "sitting_finished"
+    # its output went to a file, not a terminal: a line per stage and epoch, with the metrics
+    printed = (tmp_path / "killed.log").read_text()
+    assert "judges-train: sitting 1" in printed
+    first = next(e for e in events if e["event"] == "epoch")
+    assert f"epoch 1/4: loss {first['loss']:.4f}" in printed or not epochs[1]
 
 
 def test_bits_train_resumes_from_its_last_finished_epoch(tmp_path, data_root):

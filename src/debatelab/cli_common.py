@@ -146,6 +146,7 @@ def experiment_command(name: str, config_cls: type, run, help_text: str) -> clic
 
     @path_options
     def callback(data_dir, cache_dir, out, force, quiet, **values):
+        folder = None
         try:
             config = config_from_flat(config_cls, values)
             folder = RunFolder(out or default_run_dir(name), name, config,
@@ -154,7 +155,13 @@ def experiment_command(name: str, config_cls: type, run, help_text: str) -> clic
                                echo=click.echo)  # fmt: skip
             metrics = run(config, folder)
         except USER_ERRORS as exc:
+            if folder is not None:
+                folder.fail(str(exc))
             raise click.ClickException(str(exc)) from exc
+        except BaseException as exc:  # a crash or Ctrl-C: the log says the sitting ended so
+            if folder is not None:
+                folder.fail(f"{type(exc).__name__}: {exc}")
+            raise
         folder.finish(metrics)
         click.echo(str(folder.path))
 

@@ -17,13 +17,18 @@ that is retried after a worker died is still written once.
 
 from __future__ import annotations
 
+import logging
 import os
+import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any
 
 from .errors import MissingExtraError
+from .runlog import log_event
+
+_log = logging.getLogger(__name__)
 
 #: How often Ray reruns a piece whose worker process died before giving up.
 RAY_RETRIES = 3
@@ -97,6 +102,15 @@ def run_pieces(fn: Callable[[Any], Any], pieces: Iterable[Any],
     retried piece returns the same result. Local: in order in this process (one worker) or in
     a process pool; Ray: one task per piece with ``num_cpus`` / ``num_gpus``, retried up to
     :data:`RAY_RETRIES` times if its worker dies."""
+    name = getattr(fn, "__name__", "piece").lstrip("_")
+    began = time.time()
+    for index, result in _run_pieces(fn, pieces, where, num_cpus, num_gpus):
+        log_event(_log, "piece_done", f"{name} {index} done", piece=index, kind=name,
+                  seconds=round(time.time() - began, 2))  # fmt: skip
+        yield index, result
+
+
+def _run_pieces(fn, pieces, where, num_cpus, num_gpus):
     cluster = Cluster.of(where)
     workers = cluster.workers
     pieces = list(pieces)

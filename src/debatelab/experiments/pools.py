@@ -12,6 +12,7 @@ runs in-process (llama.cpp, one thread); `openai:MODEL@URL` names an OpenAI-comp
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -34,10 +35,13 @@ from ..options import WORKERS
 from ..paths import cache_dir
 from ..progress import progress
 from ..report.runs import RunFolder
-from ..text.pools import protocol_depth, protocol_name
+from ..runlog import duration, log_event
+from ..text.pools import MAIN_ARM, protocol_depth, protocol_name
 
 #: Rough characters per token, for --dry-run's projection only.
 CHARS_PER_TOKEN = 4
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -279,7 +283,7 @@ def run(config: PoolsConfig, folder: RunFolder) -> dict:
     else:
         totals = {role: v * len(questions) for role, v in totals.items()}
     shown = [role for role in ROLES if totals.get(role)]
-    bars = {role: progress(total=totals[role], desc=role, position=k,
+    bars = {role: progress(total=totals[role], desc=role, position=k, stage=False,
                            leave=False, enabled=folder.progress)
             for k, role in enumerate(shown)}  # fmt: skip
     gen = PoolGenerator(task, debater, judge, plan, cache, templates, bars)
@@ -316,7 +320,9 @@ def run(config: PoolsConfig, folder: RunFolder) -> dict:
             write_json(pieces / f"{index:05d}.json", record)
             with lock:
                 done.append((index, record))
+                _log_question(question, record, len(done), len(indexed), fresh, began)
 
+        fresh, began = len(done), time.perf_counter()  # finished before this sitting; since
         if batched and todo:
             with ThreadPoolExecutor(max_workers=len(todo)) as pool:
                 list(pool.map(one, todo))
@@ -345,6 +351,23 @@ def run(config: PoolsConfig, folder: RunFolder) -> dict:
     metrics["wall_time_s"] = round(time.perf_counter() - start_time, 1)
     (folder.path / "report.md").write_text(report(config, task.name, metrics))
     return metrics
+
+
+def _log_question(question, record: dict, finished: int, total: int, before: int,
+                  began: float) -> None:  # fmt: skip
+    """A finished question into the run log: its proposals' accuracy, its tokens per role and
+    the ETA of the questions left (at this sitting's rate)."""
+    main = next((p for p in record["pools"] if p["arm"] == MAIN_ARM), record["pools"][0])
+    accuracy = sum(p["correct"] for p in main["proposals"]) / len(main["proposals"])
+    elapsed = time.perf_counter() - began
+    eta = elapsed / (finished - before) * (total - finished) if finished > before else None
+    tokens = {role: sum(u) for role, u in record["usage"].items()}
+    message = (f"{question.id} done ({finished} of {total}): proposals {100 * accuracy:.0f} % "
+               f"correct, {sum(tokens.values()):,} tokens")  # fmt: skip
+    if eta:
+        message += f", ETA {duration(eta)}"
+    log_event(_log, "question_done", message, question_id=question.id, finished=finished,
+              total=total, proposal_accuracy=accuracy, usage=record["usage"], eta_s=eta)  # fmt: skip
 
 
 def select(config: PoolsConfig, gen: PoolGenerator, indexed: list, folder: RunFolder) -> list:

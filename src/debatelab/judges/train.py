@@ -9,6 +9,7 @@ epoch after an interruption.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -22,6 +23,7 @@ from ..data import ImageData, check_variant, data_revision
 from ..geometry import Grid
 from ..progress import progress as progress_bar
 from ..resume import settings_key
+from ..runlog import duration, log_event
 from .checkpoints import (  # noqa: F401  (the checkpoint names' old home)
     CHECKPOINT_FORMAT,
     FAMILIES,
@@ -41,6 +43,8 @@ from .cnn import JudgeCNN, default_widths
 
 KINDS = ("gold", "sparse")
 ARCHITECTURES = ("cnn", "bit")
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -194,7 +198,7 @@ def fit_classifier(
             total_loss, correct = 0.0, 0
             batches = order.split(config.batch_size)
             bar = progress_bar(
-                batches, enabled=progress, leave=False,
+                batches, enabled=progress, leave=False, stage=False,
                 desc=f"{desc} {epoch + 1}/{config.epochs}",
             )  # fmt: skip
             for idx in bar:
@@ -219,8 +223,24 @@ def fit_classifier(
                     "scheduler": scheduler.state_dict(), "generator": gen.get_state(),
                     "torch_rng": torch.get_rng_state(),
                 })  # fmt: skip
+            _log_epoch(desc, entry, config.epochs, history)  # logged once saved
     model.eval()
     return model, history
+
+
+def _log_epoch(desc: str, entry: dict, epochs: int, history: list[dict]) -> None:
+    """One finished epoch into the run log, with the ETA of the epochs left (from this
+    sitting's epochs: a resumed run's earlier ones ran elsewhere)."""
+    done = entry["epoch"]
+    seconds = [h["wall_seconds"] for h in history if "wall_seconds" in h][-3:]
+    eta = (epochs - done) * sum(seconds) / len(seconds) if seconds else None
+    shown = [f"loss {entry['loss']:.4f}", f"train accuracy {100 * entry['train_accuracy']:.2f} %"]
+    shown += [f"{k.replace('_', ' ')} {100 * v:.2f} %" for k, v in entry.items()
+              if k.endswith("accuracy") and k != "train_accuracy" and isinstance(v, float)]  # fmt: skip
+    message = f"{desc} epoch {done}/{epochs}: {', '.join(shown)}, {duration(entry['wall_seconds'])}"
+    if eta:
+        message += f", ETA {duration(eta)}"
+    log_event(_log, "epoch", message, stage=desc, epochs=epochs, eta_s=eta, **entry)
 
 
 def get_judge(

@@ -20,6 +20,7 @@ from ..configs import compared_settings, config_fields, option_label
 from ..errors import DebatelabError
 from ..options import check_config
 from ..output_folders import check_output_folder, make_output_folder, move_aside
+from ..runlog import LOG_NAME, RunLog
 
 
 class RunFolderMismatch(DebatelabError):
@@ -138,6 +139,8 @@ class RunFolder:
             else:
                 self._check_resume(config, record)
         make_output_folder(self.path)
+        self.log = RunLog(self.path, command)
+        """The run log (``log.jsonl``; stage lines when the output is not a terminal)."""
         self.started = time.time()
         self.started_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         self.git = git_state()  # the code as it was when the run started
@@ -150,7 +153,7 @@ class RunFolder:
     def _holds_results(self) -> bool:
         """Anything besides config.json: a run that stopped before writing anything else (bad
         input found after the folder was opened) leaves nothing to protect."""
-        return any(p.name != "config.json" for p in self.path.iterdir())
+        return any(p.name not in ("config.json", LOG_NAME) for p in self.path.iterdir())
 
     def _check_resume(self, config: Any, record: dict) -> None:
         try:
@@ -205,4 +208,9 @@ class RunFolder:
             **extra,
         }
         write_json(self.path / "manifest.json", manifest)
+        self.log.close()
         return self.path
+
+    def fail(self, message: str) -> None:
+        """Log that the run stopped on an error (what the user reads is ``message``)."""
+        self.log.close("error", message)
