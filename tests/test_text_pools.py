@@ -155,3 +155,24 @@ def test_questions_of_different_sizes_are_allowed():
     pools = pools_from_records(rows)
     assert pools.stacked("main", "critique")[0][1].shape in ((1, 3, 2), (1, 1, 1))
     assert len(pools.stacked("main", "critique")) == 2
+
+
+def test_judge_auc_is_the_pairwise_win_fraction_of_right_leaves_over_wrong_ones():
+    from debatelab.text.pools import PoolSet, QuestionPool, judge_auc
+
+    rng = np.random.default_rng(3)
+    questions = []
+    for q in range(4):
+        correct = np.array([1.0, 0.0, 1.0, 0.0, 0.5])  # the partial one is left out
+        scores = rng.integers(0, 5, size=(5, 3)) / 4  # ties on purpose
+        questions.append(QuestionPool(f"q{q}", correct, {"critique": scores}))
+    pools = PoolSet(tuple(questions))
+    right = np.concatenate([q.scores["critique"][q.correct == 1].ravel() for q in questions])
+    wrong = np.concatenate([q.scores["critique"][q.correct == 0].ravel() for q in questions])
+    pairs = [(a > b) + 0.5 * (a == b) for a in right for b in wrong]  # by definition
+    assert judge_auc(pools, "main", "critique") == pytest.approx(np.mean(pairs), abs=1e-12)
+    assert judge_auc(pools, "main", "critique", ["q0"]) == pytest.approx(np.mean(
+        [(a > b) + 0.5 * (a == b) for a in questions[0].scores["critique"][[0, 2]].ravel()
+         for b in questions[0].scores["critique"][[1, 3]].ravel()]))  # fmt: skip
+    all_right = PoolSet((QuestionPool("q", np.ones(2), {"proposal": np.array([0.2, 0.7])}),))
+    assert judge_auc(all_right, "main", "proposal") is None

@@ -79,4 +79,4 @@ def run(config: BonExperimentConfig, folder: RunFolder) -> dict:
     (folder.path / "report.md").write_text(report)
     if folder.progress:
         folder.echo(report)
-    return key_metrics(res)
+    return key_metrics(res, data)

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..policies import BestOfN
 from ..text.bootstrap import BootstrapConfig, BootstrapResult, bootstrap
-from ..text.pools import MAIN_ARM, PoolSet
+from ..text.pools import MAIN_ARM, PoolSet, judge_auc
 from ..text.solve import policy_label
 from ..text.sweeps import Sweep, SweepSpec, sweep
 
@@ -201,14 +201,18 @@ def markdown_report(res: BonAnalysis, pools: PoolSet, source: str) -> str:
         f"Pools: `{source}`; {len(boot.question_ids)} questions analysed"
         + (f" ({len(res.dropped)} dropped for lacking an arm or protocol: "
            f"{', '.join(res.dropped[:10])})" if res.dropped else "") + ".", "",
-        "| arm | protocol | pool shape (first question) | mean transcript tokens |",
-        "|---|---|---|---|",
+        "| arm | protocol | pool shape (first question) | mean transcript tokens | judge AUC |",
+        "|---|---|---|---|---|",
     ]  # fmt: skip
     for s in res.specs:
         q = next(q for q in pools.arm(s.arm) if q.question_id in boot.question_ids)
         tok = pools.mean_tokens(s.arm, s.protocol)
+        auc = judge_auc(pools, s.arm, s.protocol, boot.question_ids)
         lines.append(f"| {s.arm} | {s.protocol} | {' x '.join(map(str, q.shape(s.protocol)))} | "
-                     f"{'-' if tok is None else f'{tok:.0f}'} |")  # fmt: skip
+                     f"{'-' if tok is None else f'{tok:.0f}'} | "
+                     f"{'-' if auc is None else f'{auc:.3f}'} |")  # fmt: skip
+    lines += ["", "Judge AUC: how often a right proposal's leaf outscores a wrong one's (0.5 is "
+              "chance), over every leaf of the protocol."]  # fmt: skip
     lines += [
         "", f"Proposer accuracy and win rate in percent with {pct} % intervals: paired "
         f"hierarchical bootstrap ({cfg.bootstrap.method} intervals, {cfg.bootstrap.replicates} "
@@ -248,10 +252,12 @@ def markdown_report(res: BonAnalysis, pools: PoolSet, source: str) -> str:
     return "\n".join(lines)
 
 
-def key_metrics(res: BonAnalysis) -> dict:
+def key_metrics(res: BonAnalysis, pools: PoolSet | None = None) -> dict:
     k = res.config.ref_index
     out = {"questions": len(res.boot.question_ids), "dropped_questions": list(res.dropped)}
     for i, s in enumerate(res.specs):
+        if pools is not None:
+            out[f"{s.key}/judge_auc"] = judge_auc(pools, s.arm, s.protocol, res.boot.question_ids)
         for metric in ("accuracy", "win_rate"):
             est, lo, hi = res.boot.value(i, metric, (k, 0, 0))
             out[f"{s.key}/{metric}@{policy_label(res.config.policies('n')[k])}"] = {

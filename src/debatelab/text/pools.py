@@ -288,3 +288,29 @@ class PoolSet:
         if not all(proto in q.tokens for q in qs):
             return None
         return float(np.mean([q.tokens[proto].mean() for q in qs]))
+
+
+def judge_auc(pools: PoolSet, arm: str, protocol: str, question_ids=None) -> float | None:
+    """How well the judge's scores tell right from wrong: the AUC of every leaf's score of
+    ``protocol`` (proposals right, with correctness 1, against wrong, 0; partial correctness
+    left out), pooled over the questions (default: all of the arm). 0.5 is chance, 1 a judge
+    that always scores a right proposal above a wrong one; ties count half. None without both."""
+    proto = protocol_name(protocol)
+    wanted = None if question_ids is None else set(question_ids)
+    pos, neg = [], []
+    for q in pools.arm(arm):
+        if (wanted is not None and q.question_id not in wanted) or proto not in q.scores:
+            continue
+        leaves = q.scores[proto].reshape(q.n_proposals, -1)
+        pos.append(leaves[q.correct == 1.0].ravel())
+        neg.append(leaves[q.correct == 0.0].ravel())
+    pos = np.concatenate(pos) if pos else np.empty(0)
+    neg = np.concatenate(neg) if neg else np.empty(0)
+    if pos.size == 0 or neg.size == 0:
+        return None
+    # Mann-Whitney: the mean rank of the right leaves among all, ties at their average rank
+    values, inverse, counts = np.unique(np.concatenate([pos, neg]), return_inverse=True,
+                                        return_counts=True)  # fmt: skip
+    average_rank = np.cumsum(counts) - (counts - 1) / 2
+    rank_sum = average_rank[inverse[: pos.size]].sum()
+    return float((rank_sum - pos.size * (pos.size + 1) / 2) / (pos.size * neg.size))
