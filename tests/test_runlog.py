@@ -45,7 +45,9 @@ def test_bars_are_stages_with_an_eta_and_lines_only_off_a_terminal(tmp_path, mon
     assert any(e["event"] == "warning" and "a warning the run should keep" in e["message"]
                for e in events)  # fmt: skip
     lines = printed.getvalue().splitlines()
-    assert len(lines) == len(events)  # every event here is a line event, one line each
+    shown = [e for e in events if e["event"] != "sitting_started"]  # the rest: one line each
+    assert [line.split("] ", 1)[1] for line in lines] == [e["message"].splitlines()[0]
+                                                         for e in shown]  # fmt: skip
     assert "chunks: 2 chunks of 4 chunks" in printed.getvalue()
     # on a terminal the bars speak: no lines, the log file all the same; a second sitting
     terminal = _Terminal()
@@ -87,15 +89,16 @@ def test_a_command_whose_output_is_a_file_writes_stage_lines_and_its_log(tmp_pat
     assert events[-1]["event"] == "sitting_finished"
     assert events[-1]["wall_time_s"] > 0
     # each stage line printed is the message of a logged event, in order, before the report
-    messages = [e["message"] for e in events]
+    messages = [e["message"] for e in events if e["event"] != "sitting_started"]
     staged = [line.split("] ", 1)[1] for line in text.splitlines() if line.startswith("[")]
-    assert staged == messages and "bon: sitting 1" in staged[0]
+    assert staged == messages and staged[0] == "bootstrap: started, 50 steps"
     assert text.index("bootstrap: done") < text.index("# Best-of-N debate proxy")
     # a run that stops on bad input after its folder opened logs why
     pools.write_text("question_id,proposal_id,score,correct\nq,p,1.5,1\n")
     bad = subprocess.run([sys.executable, "-m", "debatelab", "bon", str(pools), "--out",
                           str(tmp_path / "bad")], capture_output=True, text=True, timeout=300)  # fmt: skip
     assert bad.returncode != 0 and "outside [0, 1]" in bad.stderr
+    assert bad.stdout == "" and len(bad.stderr.strip().splitlines()) == 1  # still one error
     last = read_log(tmp_path / "bad" / "log.jsonl")[-1]
     assert last["event"] == "error" and "outside [0, 1]" in last["message"]
     assert json.loads((tmp_path / "bad" / "config.json").read_text())["command"] == "bon"

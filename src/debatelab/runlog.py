@@ -12,7 +12,8 @@ Event lines are JSON objects with ``time`` (UTC, ISO 8601), ``sitting``, ``event
 and the event's own fields. Events: ``sitting_started`` (command, argv, resumed),
 ``stage_started`` / ``stage_progress`` / ``stage_finished`` (stage, done, total, seconds, eta_s),
 ``epoch`` (the training history entry), ``piece_done`` (a chunk of a long run), ``question_done``
-(a question's model calls), ``warning``, ``error``, ``sitting_finished`` (wall_time_s).
+(a question's model calls), ``warning``, ``error``, ``sitting_finished`` (wall_time_s); all but
+``sitting_started``, ``piece_done`` and ``error`` are also stage lines.
 """
 
 from __future__ import annotations
@@ -27,9 +28,10 @@ from typing import IO, Any
 
 LOG_NAME = "log.jsonl"
 #: Events printed as stage lines when standard output is not a terminal (the others go to the
-#: log file only).
-LINE_EVENTS = {"sitting_started", "stage_started", "stage_progress", "stage_finished", "epoch",
-               "question_done", "warning", "error", "sitting_finished"}  # fmt: skip
+#: log file only: a sitting's start says nothing the command line did not, and an error is
+#: already the command's one error message, so bad input stays one line).
+LINE_EVENTS = {"stage_started", "stage_progress", "stage_finished", "epoch", "question_done",
+               "warning", "sitting_finished"}  # fmt: skip
 ROOT = "debatelab"
 _OPEN: list[RunLog] = []
 
