@@ -28,6 +28,17 @@ def pytest_configure(config):
         os.environ["OMP_NUM_THREADS"] = str(cpu_share())
 
 
+@pytest.fixture(autouse=True)
+def _no_run_log_outlives_its_test():
+    """A test that opens a run folder without finishing it (a refused resume, a run expected to
+    raise) leaves its run log listening; it would take the next test's events and warnings."""
+    yield
+    from debatelab import runlog
+
+    for log in list(runlog._OPEN):
+        log.close("error", "the test ended with the run folder open")
+
+
 @pytest.fixture(scope="session")
 def data_root() -> Path:
     """$DEBATELAB_DATA, else the project's offline copy beside the repo, else the default data

@@ -102,3 +102,29 @@ def test_a_command_whose_output_is_a_file_writes_stage_lines_and_its_log(tmp_pat
     last = read_log(tmp_path / "bad" / "log.jsonl")[-1]
     assert last["event"] == "error" and "outside [0, 1]" in last["message"]
     assert json.loads((tmp_path / "bad" / "config.json").read_text())["command"] == "bon"
+
+
+def test_a_run_folder_closes_its_log_however_the_run_ends(tmp_path):
+    import pytest
+
+    from debatelab import runlog
+    from debatelab.report.runs import RunFolder
+
+    with pytest.raises(ZeroDivisionError), RunFolder(tmp_path / "a", "demo", {"x": 1}):
+        _ = 1 / 0
+    assert not runlog._OPEN  # nothing left listening for the next run's events
+    last = read_log(tmp_path / "a" / "log.jsonl")[-1]
+    assert last["event"] == "error" and "ZeroDivisionError" in last["message"]
+    # someone swaps warnings.showwarning between runs (a test runner, a notebook): the next
+    # run's log still gets its warnings
+    with warnings.catch_warnings(record=True):
+        warnings.showwarning = lambda *a, **k: None
+        with RunFolder(tmp_path / "b", "demo", {"x": 1}):
+            warnings.warn("kept in b's log", UserWarning, stacklevel=1)
+    assert not runlog._OPEN
+    events = read_log(tmp_path / "b" / "log.jsonl")
+    assert [e["event"] for e in events] == ["sitting_started", "warning", "sitting_finished"]
+    assert "kept in b's log" in events[1]["message"]
+    assert not any(
+        "kept in b's log" in e["message"] for e in read_log(tmp_path / "a" / "log.jsonl")
+    )

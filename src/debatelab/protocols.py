@@ -189,6 +189,12 @@ def builtin_protocols(medium: str | None = None) -> tuple[Protocol, ...]:
                  if PROTOCOLS._sources[n] == "debatelab" and medium in (None, p.medium))  # fmt: skip
 
 
+def level_sizes(n: int, m: int, r: int, depth: int) -> tuple[int, ...]:
+    """A pool's shape at ``depth``: (N,), (N, M), (N, M, R), (N, M, R, M), ... (every critique
+    level has M children, every rebuttal level R)."""
+    return (n, *((m if d % 2 else r) for d in range(1, depth)))
+
+
 def alternating(*moves: int) -> tuple[Turn, ...]:
     """Turns A, B, A, ... revealing ``moves`` units each."""
     return tuple(Turn("A" if t % 2 == 0 else "B", m) for t, m in enumerate(moves))

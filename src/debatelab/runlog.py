@@ -135,6 +135,9 @@ class RunLog:
             lg.setLevel(logging.INFO)
             for h in self.handlers:
                 lg.addHandler(h)
+        # hooked afresh at every opening: whoever swapped ``warnings.showwarning`` since (a test
+        # runner, a notebook) would otherwise keep this sitting's warnings out of its log
+        logging.captureWarnings(False)
         logging.captureWarnings(True)
         resumed = bool(previous)
         log_event(ROOT, "sitting_started",

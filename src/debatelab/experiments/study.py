@@ -172,23 +172,23 @@ def run(config: StudyConfig, folder: RunFolder) -> dict:
     for variant in config.variants:
         cfg = variant_config(config, variant)
         settings = variant_settings(config, variant)
-        sub = RunFolder(folder.path / variant, "study", settings, seeds={"train": cfg.seed},
-                        data_dir=folder.data_dir, cache_dir=folder.cache_dir,
-                        progress=folder.progress, echo=folder.echo)  # fmt: skip
-        done = sub.file("metrics.json")
-        if done.exists():
-            before = json.loads(done.read_text())
-            # older studies took the best capability from the sweep, or lack the
-            # confidence-ranked consultant (its chunks are added to the finished ones)
-            if {"curves_n_images", "best_consultancy_confidence_judge_accuracy"} <= set(before):
-                per_variant[variant] = before
-                folder.echo(f"{variant}: finished before, read back")
-                continue
-            if "curves_n_images" in before:
-                folder.echo(f"{variant}: finished before by an older version; running what it "
-                            "lacks (finished chunks are reused)")  # fmt: skip
-        metrics = run_variant(cfg, config.sweep_images, curves_images_of(config), sub)
-        sub.finish(metrics)
+        with RunFolder(folder.path / variant, "study", settings, seeds={"train": cfg.seed},
+                       data_dir=folder.data_dir, cache_dir=folder.cache_dir,
+                       progress=folder.progress, echo=folder.echo) as sub:  # fmt: skip
+            done = sub.file("metrics.json")
+            if done.exists():
+                before = json.loads(done.read_text())
+                # older studies took the best capability from the sweep, or lack the
+                # confidence-ranked consultant (its chunks are added to the finished ones)
+                if {"curves_n_images", "best_consultancy_confidence_judge_accuracy"} <= set(before):
+                    per_variant[variant] = before
+                    folder.echo(f"{variant}: finished before, read back")
+                    continue
+                if "curves_n_images" in before:
+                    folder.echo(f"{variant}: finished before by an older version; running what "
+                                "it lacks (finished chunks are reused)")  # fmt: skip
+            metrics = run_variant(cfg, config.sweep_images, curves_images_of(config), sub)
+            sub.finish(metrics)
         per_variant[variant] = metrics
         folder.echo(f"{variant}: done in {metrics['wall_time_s'] / 60:.1f} min")
     write_study_report(folder, config, per_variant)

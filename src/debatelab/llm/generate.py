@@ -28,7 +28,7 @@ from importlib import resources
 from math import prod
 from pathlib import Path
 
-from ..text.pools import level_sizes
+from ..protocols import level_sizes
 from .backends import Reply, ReplyError, verdict_score
 from .cache import CallCache, call_key
 from .tasks import Question

@@ -214,3 +214,14 @@ class RunFolder:
     def fail(self, message: str) -> None:
         """Log that the run stopped on an error (what the user reads is ``message``)."""
         self.log.close("error", message)
+
+    def __enter__(self) -> RunFolder:
+        return self
+
+    def __exit__(self, kind, exc, traceback) -> None:
+        """Used as a context, the folder's log is closed however the block ends: an exception
+        is logged as the sitting's error (a run left open would keep listening to the next)."""
+        if exc is not None:
+            self.fail(f"{kind.__name__}: {exc}")
+        else:
+            self.log.close()

@@ -33,7 +33,7 @@ import numpy as np
 
 from ..errors import DebatelabError
 from ..games.core import pool_level_name
-from ..protocols import builtin_protocols
+from ..protocols import builtin_protocols, level_sizes  # noqa: F401 (the pools' shape, here too)
 
 #: The text protocols declared in :mod:`debatelab.protocols` (a move is one message), in
 #: declaration order: proposal, critique, rebuttal (the pools' levels).
@@ -84,12 +84,6 @@ def protocol_depth(protocol: str) -> int:
         return _DEPTH[name]
     kind, round_ = _DEEPER.fullmatch(name).groups()
     return 2 * int(round_) + (kind == "rebuttal")
-
-
-def level_sizes(n: int, m: int, r: int, depth: int) -> tuple[int, ...]:
-    """A pool's shape at ``depth``: (N,), (N, M), (N, M, R), (N, M, R, M), ... (every critique
-    level has M children, every rebuttal level R)."""
-    return (n, *((m if d % 2 else r) for d in range(1, depth)))
 
 
 @dataclass(frozen=True, eq=False)
