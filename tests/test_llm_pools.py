@@ -152,7 +152,7 @@ def _generate(tmp_path, out, *args, cache=None):
 
 @needs_model
 @needs_sandbox
-def test_smollm2_in_process_end_to_end_and_read_by_bon(tmp_path):
+def test_smollm2_in_process_end_to_end_and_read_by_bon(tmp_path, browser):
     out = tmp_path / "run"
     m = _generate(tmp_path, out, "--task", "humaneval", "--questions", "0:1", "--control")
     assert m["n_questions"] == 1 and m["n_failed_questions"] == 0
@@ -172,6 +172,22 @@ def test_smollm2_in_process_end_to_end_and_read_by_bon(tmp_path):
                                     "--out", str(tmp_path / "bon")])  # fmt: skip
     assert bon.exit_code == 0, bon.output
     assert (tmp_path / "bon" / "report.md").exists()
+    # debatelab view's page of the pools run (exported, opened from disk): calls per role
+    from debatelab.web.view import export_view
+
+    export_view([tmp_path], tmp_path / "view")
+    page = browser.new_page()
+    try:
+        page.goto((tmp_path / "view" / "index.html").as_uri())
+        run_id = page.evaluate("() => VIEW.index.runs.find((r) => r.label === 'run').id")
+        page.goto((tmp_path / "view" / "run.html").as_uri() + f"?id={run_id}")
+        page.wait_for_selector("#plot-calls .main-svg")
+        roles, made = page.evaluate("() => { const t = document.getElementById('plot-calls')"
+                                    ".data[0]; return [t.x, t.y]; }")  # fmt: skip
+    finally:
+        page.close()
+    assert dict(zip(roles, made, strict=True)) == {r: m[f"{r}_calls_made"] for r in roles}
+    assert {"proposer", "judge"} <= set(roles)
 
 
 def _free_port() -> int:

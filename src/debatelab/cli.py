@@ -19,6 +19,8 @@ TOOLS = {
                     "Write judges as ONNX files, checked against PyTorch."),
     "export-site": ("debatelab.cli_serve", "export_site",
                     "Write the demo as a static site that runs in the browser."),
+    "view": ("debatelab.cli_view", "view",
+             "Browse run folders: an index, run pages with interactive figures, comparisons."),
     "protocols": ("debatelab.cli", "protocols_command",
                   "List the registered protocols (who reveals what, when) and rules."),
 }  # fmt: skip

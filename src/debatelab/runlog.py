@@ -33,6 +33,8 @@ LOG_NAME = "log.jsonl"
 LINE_EVENTS = {"stage_started", "stage_progress", "stage_finished", "epoch", "question_done",
                "warning", "sitting_finished"}  # fmt: skip
 ROOT = "debatelab"
+#: The events that open and close a sitting (each logged to its own run folder's log only).
+SITTING_EVENTS = {"sitting_started", "sitting_finished", "error"}
 _OPEN: list[RunLog] = []
 
 
@@ -78,6 +80,20 @@ class _LineFilter(logging.Filter):
         return event in LINE_EVENTS or (event is None and record.levelno >= logging.WARNING)
 
 
+class _OwnSittings(logging.Filter):
+    """A run inside a run (the study's variants) logs its own sittings: the outer log keeps
+    the inner run's stages and epochs, not its start and end, which are the outer's alone."""
+
+    def __init__(self, folder: str):
+        super().__init__()
+        self.folder = folder
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(record, "event", None) not in SITTING_EVENTS:
+            return True
+        return getattr(record, "fields", {}).get("folder") == self.folder
+
+
 def sittings(path: Path) -> list[dict]:
     """The ``sitting_started`` events of a log file, in order (none if it does not exist)."""
     if not path.is_file():
@@ -113,6 +129,7 @@ class RunLog:
     def __init__(self, folder: Path, command: str, lines: bool | None = None,
                  stream: IO[str] | None = None):  # fmt: skip
         self.path = Path(folder) / LOG_NAME
+        self.folder = str(folder)
         previous = sittings(self.path)
         self.sitting = len(previous) + 1
         self.started = time.time()
@@ -121,13 +138,16 @@ class RunLog:
             lines = not _isatty(stream) and not _OPEN
         _OPEN.append(self)
         self.handlers: list[logging.Handler] = []
+        own = _OwnSittings(self.folder)
         file_handler = logging.FileHandler(self.path, mode="a", encoding="utf-8")
         file_handler.setFormatter(_JsonLines(self.sitting))
+        file_handler.addFilter(own)
         self.handlers.append(file_handler)
         if lines:
             line_handler = logging.StreamHandler(stream)
             line_handler.setFormatter(_StageLine())
             line_handler.addFilter(_LineFilter())
+            line_handler.addFilter(own)
             self.handlers.append(line_handler)
         self.loggers = [logging.getLogger(ROOT), logging.getLogger("py.warnings")]
         self._levels = [lg.level for lg in self.loggers]
@@ -143,7 +163,7 @@ class RunLog:
         log_event(ROOT, "sitting_started",
                   f"{command}: sitting {self.sitting}" + (" (resuming the run in this folder)"
                                                           if resumed else ""),
-                  command=command, argv=sys.argv, resumed=resumed, folder=str(folder))  # fmt: skip
+                  command=command, argv=sys.argv, resumed=resumed, folder=self.folder)  # fmt: skip
 
     def event(self, event: str, message: str, **fields: Any) -> None:
         log_event(ROOT, event, message, **fields)
@@ -156,10 +176,10 @@ class RunLog:
         wall = round(time.time() - self.started, 3)
         if status == "finished":
             log_event(ROOT, "sitting_finished", f"finished in {duration(wall)}",
-                      wall_time_s=wall)  # fmt: skip
+                      wall_time_s=wall, folder=self.folder)  # fmt: skip
         else:
             log_event(ROOT, "error", f"stopped: {message}", logging.ERROR, wall_time_s=wall,
-                      status=status)  # fmt: skip
+                      status=status, folder=self.folder)  # fmt: skip
         for lg, level in zip(self.loggers, self._levels, strict=True):
             for h in self.handlers:
                 lg.removeHandler(h)

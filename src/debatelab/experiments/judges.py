@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..atomic import write_json
 from ..data import VARIANTS, load_variant
 from ..errors import CacheError
 from ..games.sampled import branching_for
@@ -251,6 +252,7 @@ def run(config: JudgeConfig, folder: RunFolder) -> dict:
     from ..report.plots import epoch_curves
 
     label = f"{cfg.design} {cfg.name}"
+    _write_published(folder, {"this run": published} if published else {})
     epoch_curves({label: history}, folder.file("curves.png"), {label: published},
                  len(data.y_train))  # fmt: skip
     metrics = final_metrics(history)
@@ -326,6 +328,14 @@ def published_curves(cfg: OnPolicyConfig, published: str | os.PathLike | None = 
     return out
 
 
+def _write_published(folder: RunFolder, published: dict[str, dict[str, np.ndarray]]) -> None:
+    """The published curves beside the run's histories (percent per epoch), for the viewer."""
+    if published:
+        write_json(folder.path / "published_curves.json",
+                   {label: {m: np.asarray(v, dtype=float).round(4).tolist() for m, v in c.items()}
+                    for label, c in published.items()})  # fmt: skip
+
+
 def curves_for_plot(cfgs: list[OnPolicyConfig], config: ScheduleConfig,
                     folder: RunFolder) -> dict[str, dict[str, np.ndarray]]:  # fmt: skip
     """The published curves of each judge of ``cfgs`` (by name), for the plots; when they cannot
@@ -372,6 +382,7 @@ def run_sweep(config: SweepJudgesConfig, folder: RunFolder) -> dict:
         folder.echo(f"{cfg.name}: " + ", ".join(f"{k} {100 * v:.2f}" for k, v in ours.items()
                                                 if k in METRICS))  # fmt: skip
     (folder.path / "histories.json").write_text(json.dumps(histories, indent=1))
+    _write_published(folder, {name: curves for name, curves in published.items() if curves})
     from ..report.plots import epoch_curves
 
     epoch_curves(histories, folder.file("curves.png"), published, len(data.y_train))

@@ -321,7 +321,7 @@ def _question(rows, ids, codes, levels, depth, score, correct, tokens, source) -
     np.maximum.at(hi, p_local, correct[rows])
     if (lo != hi).any():
         bad = ids["proposal_id"][rows[first[np.flatnonzero(lo != hi)[0]]]]
-        raise PoolError(f"{where}: proposal {bad!r} has conflicting correctness values")
+        raise PoolError(f"{where}: proposal {str(bad)!r} has conflicting correctness values")
     proposal_ids = tuple(str(p) for p in ids["proposal_id"][rows[first]])
     scores, toks = {}, {}
     for d in range(1, len(levels) + 1):
