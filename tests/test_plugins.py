@@ -206,3 +206,39 @@ def test_unknown_names_list_the_registered_ones_plugins_included(site, tmp_path)
                                   str(tmp_path / "t")], site, cwd=tmp_path, check=False))  # fmt: skip
     assert "segments" in text and "cifar10" in text
     assert not (tmp_path / "o").exists() and not (tmp_path / "p").exists()
+
+
+def test_the_plugin_experiment_is_a_command_with_a_run_folder(site, tmp_path):
+    from debatelab.cli import TOOLS
+    from debatelab.experiments import BUILTIN_TOOLS
+    from debatelab.text import SyntheticConfig, nested_best_of_n, synthetic_pools
+
+    assert set(TOOLS) == set(BUILTIN_TOOLS)  # the names a plug-in may not take
+    listing = _debatelab(["--help"], site, cwd=tmp_path).stdout
+    assert "critic-pressure" in listing and "How much a stronger critic" in listing
+    out = tmp_path / "pressure"
+    _debatelab(["critic-pressure", "--questions", "6", "--seed", "3", "--quiet", "--out",
+                str(out)], site, cwd=tmp_path)  # fmt: skip
+    metrics = json.loads((out / "metrics.json").read_text())
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert json.loads((out / "config.json").read_text())["questions"] == 6
+    assert manifest["seeds"] == {"pools": 3}
+    pools = synthetic_pools(SyntheticConfig(n_questions=6, n_proposals=16, n_critiques=8,
+                                            n_rebuttals=2, control=False), seed=3)  # fmt: skip
+    for m in (1, 2, 4, 8):
+        solved = [nested_best_of_n(q.scores["critique"], q.correct, "bo16", f"bo{m}").accuracy
+                  for q in pools]  # fmt: skip
+        assert metrics[f"accuracy_bo16_critic_bo{m}"] == pytest.approx(sum(solved) / 6)
+    other = _debatelab(["critic-pressure", "--questions", "7", "--quiet", "--out", str(out)],
+                       site, cwd=tmp_path, check=False)  # fmt: skip
+    assert "questions" in _one_error(other) and "--force" in other.stderr
+
+
+def test_a_plugin_experiment_named_like_a_command_is_a_warning_and_the_rest_works(tmp_path):
+    clash = _fake_plugin(tmp_path / "clash", "clashing_exp", "debatelab.experiments", "view",
+                         "clashing_exp:VIEW",
+                         "from debatelab.experiments import experiment\n"
+                         "VIEW = experiment('bon')\n")  # fmt: skip
+    result = _debatelab(["--help"], clash, cwd=tmp_path)
+    assert "already has a command 'view'" in result.stderr and "clashing_exp" in result.stderr
+    assert "Browse run folders" in result.stdout  # the built-in view, still there

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from .experiments import EXPERIMENTS, GROUPS, experiment
+from .experiments import EXPERIMENTS, GROUPS, experiment, plugin_commands, summary
 
 #: Commands that are not experiments (no run folder): name -> (module, attribute, summary).
 TOOLS = {
@@ -41,7 +41,8 @@ class _LazyGroup(click.Group):
     def _mine(self) -> dict:
         """This group's experiments, by their last word."""
         if not self.prefix:
-            return {n: n for n in EXPERIMENTS if " " not in n}
+            return {**{n: n for n in EXPERIMENTS if " " not in n},
+                    **{n: n for n in plugin_commands()}}  # fmt: skip
         return {n[len(self.prefix) + 1 :]: n for n in EXPERIMENTS
                 if n.startswith(self.prefix + " ")}  # fmt: skip
 
@@ -73,7 +74,8 @@ class _LazyGroup(click.Group):
 
     def format_commands(self, ctx, formatter):
         mine = self._mine()
-        rows = [(short, EXPERIMENTS[full][2]) for short, full in mine.items()]
+        rows = [(short, EXPERIMENTS[full][2] if full in EXPERIMENTS
+                 else summary(experiment(full).doc)) for short, full in mine.items()]  # fmt: skip
         if not self.prefix:
             rows += list(GROUPS.items())
             rows += [(n, s) for n, (_, _, s) in TOOLS.items()]

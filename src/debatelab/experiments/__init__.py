@@ -8,8 +8,11 @@ does; ``experiment(name)`` imports one.
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, is_dataclass
 from typing import Any
+
+from ..registry import PluginError, Registry
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,9 @@ EXPERIMENTS = {
                    "From a pilot run: the questions and pool sizes an interval width needs, "
                    "and their cost."),
 }  # fmt: skip
+#: Commands that are not experiments (``debatelab.cli`` defines them); a plug-in may not
+#: take their names.
+BUILTIN_TOOLS = ("serve", "export-onnx", "export-site", "protocols", "view")
 #: Groups of experiment commands (``debatelab judges train``): group name -> summary.
 GROUPS = {
     "judges": "Judges trained on-policy: train one, sweep 13, evaluate any checkpoint.",
@@ -74,10 +80,56 @@ GROUPS = {
 }
 
 
+def _check_experiment(name: str, obj: object) -> Experiment:
+    if not isinstance(obj, Experiment):
+        raise TypeError(f"experiment {name!r} must be a debatelab.experiments.Experiment "
+                        f"(name, config dataclass, run(config, folder), doc), not "
+                        f"{type(obj).__name__}")  # fmt: skip
+    command = name.replace("_", "-")
+    if command in EXPERIMENTS or command in GROUPS or command in BUILTIN_TOOLS:
+        raise ValueError(f"debatelab already has a command {command!r}; rename the experiment")
+    if not is_dataclass(obj.config) or not callable(obj.run):
+        raise TypeError(f"experiment {name!r}: config must be a dataclass and run a function "
+                        "run(config, run_folder) -> metrics")  # fmt: skip
+    return obj
+
+
+#: Experiments of other packages, by entry point in the group ``debatelab.experiments``; each
+#: is a top-level command, its name with dashes (``critic_pressure``: ``debatelab
+#: critic-pressure``).
+PLUGIN_EXPERIMENTS: Registry[Experiment] = Registry("experiment", "debatelab.experiments",
+                                                    _check_experiment)  # fmt: skip
+
+
+def plugin_commands() -> dict[str, str]:
+    """Command name -> registry name of the plug-ins' experiments. A plug-in that cannot be
+    loaded is a warning naming it, not an error: every other command still works."""
+    try:
+        names = PLUGIN_EXPERIMENTS.names()
+    except PluginError as exc:
+        if str(exc) not in _WARNED:
+            _WARNED.add(str(exc))
+            warnings.warn(f"{exc}; its experiments are not available", stacklevel=2)
+        names = tuple(PLUGIN_EXPERIMENTS._items)
+    return {name.replace("_", "-"): name for name in names}
+
+
+_WARNED: set[str] = set()
+
+
+def summary(doc: str) -> str:
+    """A docstring's first line (a command's one-line summary)."""
+    return next((line.strip() for line in (doc or "").splitlines() if line.strip()), "")
+
+
 def experiment(name: str) -> Experiment:
-    """Import experiment ``name`` (one of :data:`EXPERIMENTS`)."""
+    """Import experiment ``name`` (one of :data:`EXPERIMENTS`, or a plug-in's command)."""
+    plugins = plugin_commands() if name not in EXPERIMENTS else {}
+    if name in plugins:
+        return PLUGIN_EXPERIMENTS.get(plugins[name])
     if name not in EXPERIMENTS:
-        raise ValueError(f"unknown experiment {name!r}; choose one of {sorted(EXPERIMENTS)}")
+        known = sorted(EXPERIMENTS) + sorted(plugins)
+        raise ValueError(f"unknown experiment {name!r}; choose one of {known}")
     module_name, config_name, _, *run_name = EXPERIMENTS[name]
     module = importlib.import_module(f"{__name__}.{module_name}")
     run = getattr(module, run_name[0] if run_name else "run")
