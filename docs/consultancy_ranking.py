@@ -1,4 +1,4 @@
-"""Two readings of the quantilised consultant's ranking (README, "Best-capability cells")
+"""Two readings of the quantilised consultant's ranking (docs/results-frozen-judges.md, "Best-capability cells")
 
 The per-claim consultant (the sweep's `consultancy`) ranks the masks separately for each class
 c by the judge's p(c | mask), commits the class whose top-k average is highest and shows a mask

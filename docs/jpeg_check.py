@@ -1,4 +1,4 @@
-"""How sensitive is a CIFAR-10 variant to JPEG damage? (README, "Why our columns are lower")
+"""How sensitive is a CIFAR-10 variant to JPEG damage? (docs/results-frozen-judges.md, "Why our columns are lower")
 
 The offline CIFAR-10 copy is JPEG (quality about 75) and the official files are not at hand, so
 the loss from that encoding cannot be measured directly. As a proxy this trains the gold

@@ -3,7 +3,7 @@
     python docs/pixel_curve.py [RUN_DIR ...] [--pixels 6] [--table docs/pixel_rollouts.csv]
                                [--append] [--out docs/img/pixel-rollouts.png]
 
-The points are the rows of the table (the measured rows behind README's tables; run folders
+The points are the rows of the table (the measured rows behind docs/results-pixel-debate.md's tables; run folders
 do not survive from one machine to the next) plus any `debatelab pixels` run folders given:
 runs with the same agent, rollouts and first mover over disjoint image ranges are pooled
 (weighted by images), and a pooled run replaces the table's row of the same setting.

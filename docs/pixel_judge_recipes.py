@@ -1,4 +1,4 @@
-"""The one-off comparison behind the pixel judge's MLP recipe (README, issue 18).
+"""The one-off comparison behind the pixel judge's MLP recipe (docs/results-pixel-debate.md, issue 18).
 
     python docs/pixel_judge_recipes.py K NET EPOCHS GAMMA      # e.g. 6 mlp1024 30 0.9
 

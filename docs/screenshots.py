@@ -1,4 +1,4 @@
-"""Take the README's screenshots of the demo with the judges in your cache.
+"""Take the docs' screenshots of the demo with the judges in your cache.
 
     python docs/screenshots.py [--port 8790]
 

@@ -180,7 +180,7 @@ def test_a_killed_run_resumes_its_batch_without_resubmitting(tmp_path, responder
         while not _journaled(cache) and time.time() < deadline and proc.poll() is None:
             time.sleep(0.05)
         # the batch is submitted and journaled (the moment between the provider's answer and
-        # the journal's write is the one window where a kill makes a resubmission: README)
+        # the journal's write is the one window where a kill makes a resubmission: docs/llm-pools.md)
         assert state.batches_created == 1 and proc.poll() is None, proc.stderr.read()
         os.killpg(proc.pid, signal.SIGKILL)  # the first batch is still in progress
         proc.wait()

@@ -10,6 +10,7 @@ import functools
 import http.server
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -128,6 +129,24 @@ def test_the_viewer_in_a_browser(browser, viewer, runs, tmp_path):
     two_runs_compare_with_their_differing_settings_highlighted(browser, viewer)
     a_running_runs_page_follows_its_epochs(browser, viewer, runs)
     the_exported_folder_shows_the_same_figures_from_a_plain_static_server(browser, runs, tmp_path)
+    every_metrics_key_is_documented(runs)
+
+
+def every_metrics_key_is_documented(runs):
+    """Each key these runs wrote (run, sweep, bon, judges train, train) matches a row of
+    docs/metrics.md (``<x>`` there stands for any name; ``_se`` keys go with their key)."""
+    page = (REPO / "docs" / "metrics.md").read_text()
+    patterns = []
+    for row in page.splitlines():
+        if row.startswith("| `"):
+            for code in re.findall(r"`([^`]+)`", row.split("|")[1]):
+                literal = re.split(r"<[^>]+>", code)
+                patterns.append(re.compile("[^/]+".join(map(re.escape, literal))))
+    keys = set()
+    for metrics in runs["folder"].glob("*/metrics.json"):
+        keys |= {k.removesuffix("_se") for k in json.loads(metrics.read_text())}
+    missing = sorted(k for k in keys if not any(p.fullmatch(k) for p in patterns))
+    assert not missing, f"metrics keys not in docs/metrics.md: {missing}"
 
 
 def index_lists_the_runs_and_a_worm_point_is_the_librarys_best_of_n(browser, viewer, runs):

@@ -12,7 +12,7 @@ that is retried after a worker died is still written once.
   ``ray:HOST:PORT`` joins the cluster at that address. Each piece becomes a Ray task with its
   resource needs (CPUs; a GPU for a judge trained on a GPU node), retried when its worker
   dies. Workers must see the same data and cache folders as the driver (a shared filesystem,
-  see README).
+  see docs/cluster.md).
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ BRANCHING = {
     },
 }  # fmt: skip
 #: Schedules: ``paper`` as published (15 epochs on every training image, the whole test set);
-#: ``cpu`` a reduced one for this project's 2-core machine (see README).
+#: ``cpu`` a reduced one for this project's 2-core machine (see docs/results-argument-channel.md).
 PRESETS = {
     "paper": {"epochs": 15, "batch_size": 128, "train_limit": None, "eval_images": "all",
               "baseline_epochs": 15},

@@ -6,7 +6,7 @@ shuffled control), `debatelab judges sweep` the published 13-judge sweep of a de
 `debatelab judges eval` evaluates any checkpoint, ours or a published one. Every epoch logs
 selection accuracy, judge accuracy, belief, loss and wall time and writes a checkpoint; rerun
 the same command to resume from the last finished epoch. Presets: `paper` (the published
-schedule) and `cpu` (a reduced one for a 2-core machine, see README).
+schedule) and `cpu` (a reduced one for a 2-core machine, see docs/results-trained-judges.md).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ the all-mask store) the sweep solves, exactly and for every image:
 - consultancy ``(4,)`` over k in 1..58,905 (log-spaced), twice: the consultant ranking the masks
   by each claim's own probability (``consultancy``) and by the judge's confidence, one ranking
   for every claim (``consultancy_confidence``, the post's "ranks all masks by the judge's
-  confidence", README "Consultancy's best judge accuracy");
+  confidence", docs/results-frozen-judges.md, "Consultancy's best judge accuracy");
 - 2-turn debate ``(2, 2)`` on a grid of (k_A, k_B) in 1..630 x 1..561 and on the diagonal;
 - 4-turn debate ``(1, 1, 1, 1)`` on a grid in 1..36 x 1..35 and on the diagonal;
 

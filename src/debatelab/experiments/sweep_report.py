@@ -50,7 +50,7 @@ def run(config: SweepConfig, folder: RunFolder) -> dict:
 
 
 #: The best-capability row. Consultancy's cells are the confidence-ranked consultant's (the
-#: post's reading, README "Consultancy's best judge accuracy"); ``best_consultancy_*`` keeps the
+#: post's reading, docs/results-frozen-judges.md, "Consultancy's best judge accuracy"); ``best_consultancy_*`` keeps the
 #: per-claim ranking's.
 BEST_KEYS = ("consultancy_confidence_selection", "debate2_selection", "debate4_selection",
              "consultancy_confidence_judge", "debate2_judge", "debate4_judge")  # fmt: skip

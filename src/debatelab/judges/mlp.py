@@ -3,7 +3,7 @@
 Flatten(2 x 28 x 28) - Linear(hidden) - ReLU - Dropout - Linear(hidden) - ReLU - Dropout -
 Linear(n_classes). A judge that sees six scattered pixels gains little from a convolution's
 translation sharing and much from weights tied to each pixel's place: on K random nonzero pixels
-this net classifies MNIST better than the pixel CNN (README, issue 18), and its first layer on a
+this net classifies MNIST better than the pixel CNN (docs/results-pixel-debate.md, issue 18), and its first layer on a
 position is a sum of K columns, so the search judges positions cheaply
 (:class:`~debatelab.judges.pixel_fast.SparsePixelMLPForward`).
 """

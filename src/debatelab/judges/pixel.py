@@ -97,7 +97,7 @@ class PixelMLPConfig(PixelTrainConfig):
     """The paper's judge task (K random nonzero pixels, a fresh draw per sample) learned by a
     multilayer perceptron (:class:`PixelMLP`) instead of the CNN, trained three times as long
     with a slower decay: the recipe that comes closest to the paper's judge accuracy here
-    (README, issue 18). ``widths`` is unused."""
+    (docs/results-pixel-debate.md, issue 18). ``widths`` is unused."""
 
     family: ClassVar[str] = "pixel-mlp"
 

@@ -31,7 +31,7 @@ from ..judges.train import TrainedJudge, cached_judge, fit_classifier, load_judg
 from ..options import parse_images
 
 #: Schedules: ``paper`` is §5 as published; ``cpu`` the reduced schedule of this project's 2-core
-#: machine (see README: a whole D1 sweep in about two hours).
+#: machine (see docs/results-trained-judges.md: a whole D1 sweep in about two hours).
 PRESETS = {
     "paper": {"epochs": 10, "budget": 1296, "train_limit": None, "eval_images": "all"},
     "cpu": {"epochs": 3, "budget": 81, "train_limit": 12000, "eval_images": "0:10000:10"},

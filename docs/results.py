@@ -1,0 +1,150 @@
+"""The results tables of README and the docs, rendered from recorded runs kept in the
+repository, so that a page cannot drift from the runs it reports.
+
+    python docs/results.py            # rewrite every table in place
+    python docs/results.py --check    # exit 1 naming each table that differs from its rendering
+    python docs/results.py --record RUN_FOLDER NAME   # keep a run's record as docs/runs/NAME
+
+A table sits in a page between ``<!-- results: NAME -->`` and ``<!-- /results -->``; NAME is a
+key of :data:`TABLES`. Its numbers come from ``docs/runs/<run>/metrics.json`` (a run's
+``config.json``, ``manifest.json`` and ``metrics.json``, copied by ``--record``: the manifest
+holds the command line, commit and wall time) or from the rows a run wrote as CSV under
+``docs/`` (``docs/measurements/*-table.csv``, ``docs/pixel_rollouts.csv``); each row links
+the record it comes from. tests/test_docs.py checks every table against its rendering.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import re
+import shutil
+import sys
+from pathlib import Path
+
+DOCS = Path(__file__).resolve().parent
+REPO = DOCS.parent
+RUNS = DOCS / "runs"
+RECORD_FILES = ("config.json", "manifest.json", "metrics.json")
+MARK = re.compile(r"(<!-- results: (\S+) -->\n)(.*?)(<!-- /results -->)", re.S)
+PAGES = [REPO / "README.md", *sorted(DOCS.glob("*.md")), *sorted(DOCS.glob("measurements/*.md"))]
+
+
+def metrics(run: str) -> dict:
+    return json.loads((RUNS / run / "metrics.json").read_text())
+
+
+def _csv_rows(path: Path) -> list[dict]:
+    with open(path, newline="", encoding="utf-8") as fh:
+        return list(csv.DictReader(line for line in fh if not line.startswith("#")))
+
+
+def _link(target: Path, page: Path, text: str) -> str:
+    return f"[{text}]({os.path.relpath(target, page.parent).replace(os.sep, '/')})"
+
+
+def _pct(value: float) -> str:
+    return f"{100 * float(value):.2f}"
+
+
+def headline(page: Path) -> str:
+    """The main results, one row per measure: ours, the published number, the record."""
+    sys.path.insert(0, str(REPO / "src"))
+    from debatelab.experiments.pixels import PUBLISHED as PIXELS_PUBLISHED
+    from debatelab.reference import published_setup
+
+    rows = []
+    run = metrics("run-mnist")
+    pub = published_setup("mnist")
+    record = _link(RUNS / "run-mnist" / "metrics.json", page, "run-mnist")
+    images = f"{run['n_images']:,}" if "n_images" in run else "5,000"
+    for column, key, what in (
+        ("sparse", "sparse_accuracy", "sparse judge, random 4-cell masks"),
+        ("ensemble", "ensemble_accuracy", "sparse judge, all masks averaged"),
+        ("cons", "consultancy_selection_accuracy", "consultancy, exact play"),
+        ("D2t", "debate2_selection_accuracy", "2-turn debate, exact play"),
+        ("D4t", "debate4_selection_accuracy", "4-turn debate, exact play"),
+    ):
+        rows.append(f"| MNIST reveal game ({images} test images) | {what} (`{column}`) | "
+                    f"{_pct(run[key])} ± {_pct(run[key + '_se'])} | {pub[column]:.2f} | "
+                    f"{record} |")  # fmt: skip
+    pixels = DOCS / "pixel_rollouts.csv"
+    for row in _csv_rows(pixels):
+        if (row["pixels"], row["first"], row["agent"], row["rollouts"]) == ("6", "liar", "mcts",
+                                                                             "100"):  # fmt: skip
+            rows.append(f"| 2018 pixel debate, K = 6, MCTS 100 rollouts (liar first, "
+                        f"{row['n_images']} images) | honest win rate | "
+                        f"{_pct(row['honest_win_rate_precommit'])} | "
+                        f"{PIXELS_PUBLISHED[6]['debate']:.1f} | "
+                        f"{_link(pixels, page, 'pixel_rollouts.csv')} |")  # fmt: skip
+    for name, label in (
+        ("pools-products-smollm2", "LLM pools: one-digit products, SmolLM2"),
+        ("pools-humaneval-qwen", "LLM pools: HumanEval, Qwen2.5-Coder-0.5B"),
+    ):
+        table = DOCS / "measurements" / f"{name}-table.csv"
+        by_n = {r["n"]: r for r in _csv_rows(table) if (r["arm"], r["protocol"]) == ("main",
+                                                                                       "proposal")}  # fmt: skip
+        top = max(by_n, key=lambda n: int(n[2:]))
+        rows.append(f"| {label} | proposer accuracy, Bo1 -> {top} (proposal only) | "
+                    f"{_pct(by_n['Bo1']['accuracy'])} -> {_pct(by_n[top]['accuracy'])} | "
+                    f"- | {_link(table, page, name + '-table.csv')} |")  # fmt: skip
+    head = "| experiment | measure | ours | published | record |\n|---|---|---|---|---|\n"
+    return head + "\n".join(rows) + "\n"
+
+
+#: Table name -> its renderer (given the page it sits in, for relative links).
+TABLES = {"headline": headline}
+
+
+def update(page: Path, check: bool) -> list[str]:
+    """Render every table of ``page``; rewrite it unless ``check``. Returns the tables that
+    differed."""
+    text = page.read_text(encoding="utf-8")
+    differed = []
+
+    def replace(match: re.Match) -> str:
+        name = match.group(2)
+        if name not in TABLES:
+            raise SystemExit(f"{page}: unknown results table {name!r}; known: {sorted(TABLES)}")
+        fresh = TABLES[name](page)
+        if fresh != match.group(3):
+            differed.append(f"{page.relative_to(REPO)}: {name}")
+        return match.group(1) + fresh + match.group(4)
+
+    new = MARK.sub(replace, text)
+    if new != text and not check:
+        page.write_text(new, encoding="utf-8")
+    return differed
+
+
+def record(folder: Path, name: str) -> Path:
+    """Copy a run folder's record (config, manifest, metrics) to docs/runs/NAME."""
+    missing = [f for f in RECORD_FILES if not (folder / f).is_file()]
+    if missing:
+        raise SystemExit(f"{folder}: no {', '.join(missing)}; record a finished run")
+    out = RUNS / name
+    out.mkdir(parents=True, exist_ok=True)
+    for f in RECORD_FILES:
+        shutil.copyfile(folder / f, out / f)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true")
+    parser.add_argument("--record", nargs=2, metavar=("RUN_FOLDER", "NAME"))
+    args = parser.parse_args()
+    if args.record:
+        print(record(Path(args.record[0]), args.record[1]))
+        return
+    differed = [d for page in PAGES for d in update(page, args.check)]
+    for d in differed:
+        print(("differs: " if args.check else "rewrote: ") + d)
+    if args.check and differed:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,63 @@
+"""The docs cannot drift from the runs: every results table equals its rendering from the
+records kept in the repository (docs/results.py), every record it cites is a finished run's,
+and README stays a front page."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def results():
+    spec = importlib.util.spec_from_file_location("docs_results", REPO / "docs" / "results.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_results_table_is_its_rendering_from_the_records(results):
+    pages = [p for p in results.PAGES if results.MARK.search(p.read_text())]
+    assert REPO / "README.md" in pages and REPO / "docs" / "index.md" in pages
+    differed = [d for page in pages for d in results.update(page, check=True)]
+    assert not differed, f"run `python docs/results.py` (tables differ: {differed})"
+
+
+def test_each_table_row_links_a_record_that_holds_its_numbers(results):
+    text = (REPO / "README.md").read_text()
+    table = results.MARK.search(text).group(3)
+    rows = [line for line in table.splitlines()[2:] if line.startswith("|")]
+    assert len(rows) >= 8
+    for row in rows:
+        target = re.search(r"\]\(([^)]+)\)", row).group(1)
+        assert (REPO / target).is_file(), row
+    # a run record: a finished run's three files, the numbers as the run wrote them
+    for record in sorted((REPO / "docs" / "runs").iterdir()):
+        files = {f: json.loads((record / f).read_text()) for f in results.RECORD_FILES}
+        assert files["manifest.json"]["command"] == files["config.json"]["command"]
+        assert files["manifest.json"]["wall_time_s"] > 0 and files["manifest.json"]["git_commit"]
+        metrics = files["metrics.json"]
+        if record.name == "run-mnist":
+            sparse = f"{100 * metrics['sparse_accuracy']:.2f} ± {100 * metrics['sparse_accuracy_se']:.2f}"
+            assert sparse in table
+
+
+def test_a_changed_record_shows_as_a_differing_table(results, tmp_path, monkeypatch):
+    page = tmp_path / "page.md"
+    page.write_text("x\n<!-- results: headline -->\nstale\n<!-- /results -->\ny\n")
+    monkeypatch.setattr(results, "REPO", tmp_path)
+    assert results.update(page, check=True) == ["page.md: headline"]
+    assert "stale" in page.read_text()  # --check writes nothing
+    results.update(page, check=False)
+    assert results.update(page, check=True) == [] and "stale" not in page.read_text()
+
+
+def test_readme_is_a_front_page():
+    lines = (REPO / "README.md").read_text().splitlines()
+    assert len(lines) <= 300, f"README has {len(lines)} lines; move detail into docs/"
