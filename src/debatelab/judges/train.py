@@ -191,17 +191,21 @@ def fit_classifier(
                 logits = model(inputs(idx, gen))
                 return loss_fn(logits, y[idx]), (logits.argmax(1) == y[idx]).sum().item()
 
+        # one bar over every batch of every epoch: its ETA is the whole training's; each
+        # finished epoch prints its line above it (the run log has the same line)
+        per_epoch = -(-n // config.batch_size)
+        bar = progress_bar(total=per_epoch * config.epochs, initial=per_epoch * start,
+                           enabled=progress, leave=False, stage=False, desc=desc,
+                           unit="batch")  # fmt: skip
         for epoch in range(start, config.epochs):
             began = time.perf_counter()
             model.train()
             order = torch.randperm(n, generator=gen)
             total_loss, correct = 0.0, 0
             batches = order.split(config.batch_size)
-            bar = progress_bar(
-                batches, enabled=progress, leave=False, stage=False,
-                desc=f"{desc} {epoch + 1}/{config.epochs}",
-            )  # fmt: skip
-            for idx in bar:
+            bar.set_postfix_str(f"epoch {epoch + 1}/{config.epochs}")
+            for idx in batches:
+                bar.update(1)
                 loss, hits = step(model, idx, gen)
                 optimiser.zero_grad(set_to_none=True)
                 loss.backward()
@@ -223,12 +227,15 @@ def fit_classifier(
                     "scheduler": scheduler.state_dict(), "generator": gen.get_state(),
                     "torch_rng": torch.get_rng_state(),
                 })  # fmt: skip
-            _log_epoch(desc, entry, config.epochs, history)  # logged once saved
+            message = _log_epoch(desc, entry, config.epochs, history)  # logged once saved
+            if not bar.disable:
+                bar.write(message)
+        bar.close()
     model.eval()
     return model, history
 
 
-def _log_epoch(desc: str, entry: dict, epochs: int, history: list[dict]) -> None:
+def _log_epoch(desc: str, entry: dict, epochs: int, history: list[dict]) -> str:
     """One finished epoch into the run log, with the ETA of the epochs left (from this
     sitting's epochs: a resumed run's earlier ones ran elsewhere)."""
     done = entry["epoch"]
@@ -241,6 +248,7 @@ def _log_epoch(desc: str, entry: dict, epochs: int, history: list[dict]) -> None
     if eta:
         message += f", ETA {duration(eta)}"
     log_event(_log, "epoch", message, stage=desc, epochs=epochs, eta_s=eta, **entry)
+    return message
 
 
 def get_judge(
