@@ -94,8 +94,72 @@ def headline(page: Path) -> str:
     return head + "\n".join(rows) + "\n"
 
 
-#: Table name -> its renderer (given the page it sits in, for relative links).
-TABLES = {"headline": headline}
+def _pct1(value: float) -> str:
+    return f"{100 * float(value):.1f}"
+
+
+def _interval(row: dict, key: str) -> str:
+    return f"{_pct1(row[key])} [{_pct1(row[key + '_low'])}, {_pct1(row[key + '_high'])}]"
+
+
+def pools_grid(page: Path, name: str) -> str:
+    """A pools study's accuracy and win rate at Bo1 and the largest n, for every arm,
+    protocol, critic m and rebuttal r (from the ``table.csv`` its ``bon`` run wrote)."""
+    rows = _csv_rows(DOCS / "measurements" / f"{name}-table.csv")
+    top = max((r["n"] for r in rows), key=lambda n: int(n[2:]))
+    series: dict[tuple, dict] = {}
+    for r in rows:
+        series.setdefault((r["arm"], r["protocol"], r["m"], r["r"]), {})[r["n"]] = r
+    lines = [f"| arm, protocol | critic | rebuttal | accuracy Bo1 | accuracy {top} | win rate Bo1 "
+             f"| win rate {top} |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for (arm, protocol, m, r), by_n in series.items():
+        first, last = by_n["Bo1"], by_n[top]
+        lines.append(f"| {arm}, {protocol} | {m or '-'} | {r or '-'} | "
+                     f"{_interval(first, 'accuracy')} | {_interval(last, 'accuracy')} | "
+                     f"{_pct1(first['win_rate'])} | {_pct1(last['win_rate'])} |")  # fmt: skip
+    source = _link(DOCS / "measurements" / f"{name}-table.csv", page, f"{name}-table.csv")
+    return "\n".join(lines) + f"\n\n(Rows: {source}.)\n"
+
+
+def pools_contrasts(page: Path, name: str) -> str:
+    """A pools study's paired accuracy contrasts with their intervals (``contrasts.csv``)."""
+    path = DOCS / "measurements" / f"{name}-contrasts.csv"
+    lines = ["| contrast | accuracy (points) | excludes 0 |", "|---|---|---|"]
+    for r in _csv_rows(path):
+        if r["metric"] == "accuracy":
+            excludes = float(r["low"]) > 0 or float(r["high"]) < 0
+            lines.append(f"| {r['contrast']} | {_pct1(r['estimate'])} [{_pct1(r['low'])}, "
+                         f"{_pct1(r['high'])}] | {'yes' if excludes else 'no'} |")  # fmt: skip
+    return "\n".join(lines) + f"\n\n(Rows: {_link(path, page, path.name)}.)\n"
+
+
+def d1_protocols(page: Path) -> str:
+    """Judge / selection accuracy of D1 judges per protocol and rule (cpu preset), from the
+    rows ``docs/measurements/d1-protocols-cpu.csv`` keeps with their commands."""
+    rows = _csv_rows(DOCS / "measurements" / "d1-protocols-cpu.csv")
+    protocols = ["consultancy", "consult_rebut", "debate2", "debate3", "debate4"]
+    heads = {"consult_rebut": "consult_rebut (A3 B1)", "debate3": "debate3 (A1 B2 A1)"}
+    cells = {(r["rule"], r["protocol"]): f"{float(r['judge_pct']):.1f} / "
+             f"{float(r['selection_pct']):.1f}" for r in rows}  # fmt: skip
+    lines = ["| rule | " + " | ".join(heads.get(p, p) for p in protocols) + " |",
+             "|---" * (len(protocols) + 1) + "|"]  # fmt: skip
+    for rule in dict.fromkeys(r["rule"] for r in rows):
+        lines.append(f"| {rule} | " + " | ".join(cells.get((rule, p), "") for p in protocols)
+                     + " |")  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+#: Table name -> its renderer (given the page it sits in, for relative links); a name
+#: ``kind:arg`` calls ``kind``'s renderer with ``arg``.
+TABLES = {"headline": headline, "pools-grid": pools_grid, "pools-contrasts": pools_contrasts,
+          "d1-protocols": d1_protocols}  # fmt: skip
+
+
+def render(name: str, page: Path) -> str:
+    kind, _, arg = name.partition(":")
+    if kind not in TABLES:
+        raise SystemExit(f"{page}: unknown results table {name!r}; known: {sorted(TABLES)}")
+    return TABLES[kind](page, arg) if arg else TABLES[kind](page)
 
 
 def update(page: Path, check: bool) -> list[str]:
@@ -106,9 +170,7 @@ def update(page: Path, check: bool) -> list[str]:
 
     def replace(match: re.Match) -> str:
         name = match.group(2)
-        if name not in TABLES:
-            raise SystemExit(f"{page}: unknown results table {name!r}; known: {sorted(TABLES)}")
-        fresh = TABLES[name](page)
+        fresh = render(name, page)
         if fresh != match.group(3):
             differed.append(f"{page.relative_to(REPO)}: {name}")
         return match.group(1) + fresh + match.group(4)
