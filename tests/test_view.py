@@ -126,6 +126,7 @@ def test_the_viewer_in_a_browser(browser, viewer, runs, tmp_path):
     once); each check is a function below."""
     index_lists_the_runs_and_a_worm_point_is_the_librarys_best_of_n(browser, viewer, runs)
     a_heat_map_hover_shows_the_arrays_value(browser, viewer, runs)
+    a_play_is_replayed_move_by_move(browser, viewer, runs)
     two_runs_compare_with_their_differing_settings_highlighted(browser, viewer)
     a_running_runs_page_follows_its_epochs(browser, viewer, runs)
     the_exported_folder_shows_the_same_figures_from_a_plain_static_server(browser, runs, tmp_path)
@@ -213,6 +214,30 @@ def a_heat_map_hover_shows_the_arrays_value(browser, viewer, runs):
     curves = page.evaluate("() => [...document.querySelectorAll('.figure')].map((f) => f.id)")
     assert {"figure-curve-selection", "figure-curve-judge", "figure-curve-win"} <= set(curves)
     _shot(page, "view-heatmap.png")
+    p.close()
+
+
+def a_play_is_replayed_move_by_move(browser, viewer, runs):
+    """The sweep's example plays (plays.json): at each move the image shows exactly the cells
+    revealed so far, each with its frame."""
+    record = json.loads((runs["folder"] / "tiny-sweep" / "plays.json").read_text())
+    play = record["plays"][1]
+    cell = len(play["image"]) // record["grid"]
+    p = _Page(browser, viewer)
+    page = p.open("", "#runs tbody tr")
+    page = p.open(f"run.html?id={_run_id(page, 'tiny-sweep')}", "#plot-plays .main-svg")
+    page.locator(".play-select").select_option("1")
+    for t in range(len(play["moves"]) + 1):
+        page.locator(".move-slider").fill(str(t))
+        shown = page.evaluate("""() => { const gd = document.getElementById('plot-plays');
+            return [gd.layout.shapes.length, gd.data[0].z]; }""")  # fmt: skip
+        cells = {c for m in play["moves"][:t] for c in m["cells"]}
+        assert shown[0] == len(cells)
+        for y, row in enumerate(shown[1]):
+            for x, value in enumerate(row):
+                revealed = (y // cell) * record["grid"] + x // cell in cells
+                assert value == (play["image"][y][x] if revealed else None)
+    assert page.locator(".move-label").text_content() == f"{t} of {t} moves"
     p.close()
 
 
@@ -347,3 +372,27 @@ def test_the_catalog_tells_finished_failed_running_and_stopped_runs(tmp_path):
     assert {r.label: r.status for r in find_runs([folder])}["study"] == "failed"
     with pytest.raises(FileNotFoundError, match="no such folder"):
         find_runs([tmp_path / "nowhere"])
+
+
+def test_the_pixel_games_examples_are_written_for_the_replay(tmp_path):
+    """`pixels` writes its example games as plays.json: a move at (row, col) is cell
+    row * 28 + col of the 28 x 28 image, by the player who made it."""
+    from debatelab.experiments.pixels import draw_examples
+
+    rng = np.random.default_rng(0)
+    images = rng.integers(0, 256, size=(3, 28, 28)).astype(np.float32)
+    rows = [{"image": 10 + i, "protocol": "precommit", "honest_label": 3, "liar_label": 5,
+             "honest_win": i != 1, "logits": list(rng.normal(size=10)),
+             "moves": [(4, 7, "honest"), (20, 1, "liar"), (13, 27, "honest")]}
+            for i in range(3)]  # fmt: skip
+    draw_examples(rows, images, range(10, 13), tmp_path / "examples.png", 3)
+    record = json.loads((tmp_path / "plays.json").read_text())
+    assert record["grid"] == 28 and len(record["plays"]) == 3
+    play = next(p for p in record["plays"] if p["index"] == 11)
+    assert play["moves"] == [{"player": "honest", "cells": [4 * 28 + 7]},
+                             {"player": "liar", "cells": [20 * 28 + 1]},
+                             {"player": "honest", "cells": [13 * 28 + 27]}]  # fmt: skip
+    assert "liar wins" in play["caption"] and (play["label"], play["claim"]) == (3, 5)
+    image = np.asarray(play["image"])
+    scaled = (images[1] - images[1].min()) / (images[1].max() - images[1].min())
+    assert np.abs(image - scaled).max() <= 5e-4  # kept to 3 decimals

@@ -294,6 +294,16 @@ def draw_examples(rows, images, indices: range, path: Path, count: int = 6) -> P
     picked = _pick_examples(rows, count)
     if not picked:
         return None
+    from ..report.interactive import PLAYS_FILE, play_record, write_plays
+
+    plays = [play_record(images[indices.index(r["image"])],
+                         [(who, [row * 28 + col]) for row, col, who in r["moves"]],
+                         r["honest_label"], r["liar_label"],
+                         f"test image {r['image']}: honest {r['honest_label']} against liar "
+                         f"{r['liar_label']}, {'honest' if r['honest_win'] else 'liar'} wins",
+                         r["image"]) for r in picked]  # fmt: skip
+    write_plays(Path(path).parent / PLAYS_FILE, 28,
+                "Sparse-pixel debates (blue: honest, red: liar)", plays)  # fmt: skip
     fig, axes = plt.subplots(1, len(picked), figsize=(2.6 * len(picked), 3.0), squeeze=False)
     for ax, r in zip(axes[0], picked, strict=True):
         ax.imshow(images[indices.index(r["image"])], cmap="gray_r", vmin=0, vmax=400)

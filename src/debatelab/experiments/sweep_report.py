@@ -19,6 +19,7 @@ import numpy as np
 from ..games.lines import principal_line
 from ..options import IMAGES
 from ..reference import BEST_CAPABILITY, BEST_COLUMNS
+from ..report.interactive import PLAYS_FILE, play_record, write_plays
 from ..report.plots import capability_curves, example_plays, heat_map
 from ..report.runs import RunFolder
 from ..report.tables import paired_table, setup_table
@@ -223,8 +224,16 @@ Quantile probability k / n on the x-axis, zero capability on the left, exact pla
 
 
 def save_examples(run: RunFolder, images: np.ndarray, records: list[dict], grid: int) -> Path:
-    return example_plays(images, records, grid, run.file("example_plays.png"),
-                         "4-turn exact play: A red (turns 1, 3), B blue (turns 2, 4)")  # fmt: skip
+    """The example plays as a figure and as data the viewer replays move by move."""
+    title = "4-turn exact play: A red (turns 1, 3), B blue (turns 2, 4)"
+    plays = [play_record(images[r["index"]], [("AB"[t % 2], list(cells))
+                                              for t, cells in enumerate(r["line"])],
+                         r["label"], r["claim"], f"test image {r['index']}: true {r['label']}, "
+                         f"A claims {r['claim']}; judge's top: " + ", ".join(
+                             f"{c} {100 * p:.1f} %" for c, p in r["top"]), r["index"])
+             for r in records]  # fmt: skip
+    write_plays(run.file(PLAYS_FILE), grid, title, plays)
+    return example_plays(images, records, grid, run.file("example_plays.png"), title)
 
 
 def sweep_store(setup, store, config: SweepConfig, folder: RunFolder) -> dict:

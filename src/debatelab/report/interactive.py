@@ -51,6 +51,64 @@ class Figure:
                 "extra": self.extra}  # fmt: skip
 
 
+#: A run's example plays as data: written by ``sweep`` (exact 4-turn play on cells) and
+#: ``pixels`` (the 2018 game), replayed move by move by ``debatelab view``.
+PLAYS_FILE = "plays.json"
+
+
+def play_record(image: np.ndarray, moves: list[tuple[str, list[int]]], label: int, claim: int,
+                caption: str, index: int) -> dict:  # fmt: skip
+    """One example play: the image (grey, scaled to [0, 1]; a colour image's channels
+    averaged), each move's player and the cells it reveals (row-major indices on the
+    ``grid x grid`` cells), the true label, the claim and a caption."""
+    img = np.asarray(image, dtype=float)
+    if img.ndim == 3:  # (C, H, W)
+        img = img.mean(axis=0)
+    img = (img - img.min()) / max(float(img.max() - img.min()), 1e-12)
+    return {
+        "index": int(index),
+        "image": np.round(img, 3).tolist(),
+        "label": int(label),
+        "claim": int(claim),
+        "caption": caption,
+        "moves": [{"player": who, "cells": [int(c) for c in cells]} for who, cells in moves],
+    }
+
+
+def write_plays(path: Path, grid: int, title: str, plays: list[dict]) -> Path:
+    """Write example plays (:func:`play_record`) for the viewer, atomically."""
+    from ..atomic import write_json
+
+    return write_json(Path(path), {"grid": int(grid), "title": title, "plays": plays})
+
+
+def plays_figures(path: Path) -> list[Figure]:
+    """The example plays, replayed move by move (the page's slider over moves and a menu of
+    plays): the image shows only the cells revealed so far, each framed in its player's
+    colour with its turn number."""
+    import plotly.graph_objects as go
+
+    record = json.loads(Path(path).read_text())
+    if not record.get("plays"):
+        return []
+    first = record["plays"][0]
+    size = len(first["image"])
+    heat = go.Heatmap(z=first["image"], colorscale="Greys", showscale=False,
+                      zmin=0, zmax=1, hovertemplate="row %{y}, column %{x}<extra></extra>")  # fmt: skip
+    layout = {"height": 460, "width": 480, "xaxis": {"visible": False, "range": [-0.5, size - 0.5]},
+              "yaxis": {"visible": False, "autorange": "reversed", "scaleanchor": "x"},
+              "plot_bgcolor": "#9e9e9e"}  # unrevealed cells  # fmt: skip
+    return [
+        Figure(
+            "plays",
+            record.get("title") or "Example plays",
+            _fig([heat], **layout),
+            kind="plays",
+            extra={"grid": record["grid"], "plays": record["plays"]},
+        )
+    ]
+
+
 def plotly_js() -> Path:
     """The plotly.js bundle shipped inside Plotly's Python package."""
     import plotly
@@ -278,6 +336,8 @@ def run_figures(folder: Path, metrics: dict | None = None) -> list[Figure]:
         out += sweep_figures(folder / "sweep_arrays.npz")
     if (folder / "table.csv").is_file():
         out += bon_figures(folder / "table.csv")
+    if (folder / PLAYS_FILE).is_file():
+        out += plays_figures(folder / PLAYS_FILE)
     out += training_figures(folder)
     out += pools_figures(metrics or {})
     return out

@@ -170,6 +170,55 @@ function wormControls(div, fig, state) {
   apply();
 }
 
+const PLAYER_COLORS = { A: "#d62728", B: "#1f77b4", honest: "#1f77b4", liar: "#d62728" };
+
+function playControls(div, fig, state) {
+  const extra = fig.extra;
+  const size = extra.plays[0].image.length;
+  const cell = size / extra.grid;
+  const controls = el("div", { class: "controls" });
+  const menu = el("select", { class: "play-select", "aria-label": "example play" },
+    ...extra.plays.map((p, i) => el("option", { value: i, text: "play " + (i + 1) + ": image " + p.index })));
+  const slider = el("input", { type: "range", min: 0, step: 1, class: "move-slider",
+                               "aria-label": "moves shown" });
+  const label = el("span", { class: "move-label" });
+  const caption = el("div", { class: "play-caption" });
+  const draw = () => {
+    const play = extra.plays[Number(menu.value)];
+    slider.max = play.moves.length;
+    const shown = Math.min(Number(slider.value), play.moves.length);
+    state.play = Number(menu.value); state.move = shown;
+    const revealed = new Set();
+    const shapes = [], notes = [];
+    play.moves.slice(0, shown).forEach((m, t) => {
+      for (const c of m.cells) {
+        revealed.add(c);
+        const r = Math.floor(c / extra.grid), q = c % extra.grid;
+        const color = PLAYER_COLORS[m.player] || "#2ca02c";
+        shapes.push({ type: "rect", x0: q * cell - 0.5, x1: (q + 1) * cell - 0.5,
+                      y0: r * cell - 0.5, y1: (r + 1) * cell - 0.5,
+                      line: { color: color, width: 2 } });
+        notes.push({ x: (q + 0.5) * cell - 0.5, y: (r + 0.5) * cell - 0.5, text: String(t + 1),
+                     showarrow: false, font: { color: color, size: 12 } });
+      }
+    });
+    // only the revealed cells' pixels: the judge's view after this many moves
+    const z = play.image.map((row, y) => row.map((v, x) =>
+      revealed.has(Math.floor(y / cell) * extra.grid + Math.floor(x / cell)) ? v : null));
+    Plotly.react(div, [{ ...fig.figure.data[0], z: z }],
+                 { ...fig.figure.layout, shapes: shapes, annotations: notes });
+    label.textContent = shown + " of " + play.moves.length + " moves";
+    caption.textContent = play.caption;
+  };
+  menu.addEventListener("change", () => { slider.value = 0; draw(); });
+  slider.addEventListener("input", draw);
+  menu.value = state.play || 0;
+  slider.value = state.move || 0;
+  controls.append(menu, el("label", {}, "moves ", slider), label);
+  div.before(controls, caption);
+  draw();
+}
+
 function renderFigures(container, run, state) {
   container.replaceChildren();
   for (const fig of run.figures) {
@@ -178,6 +227,7 @@ function renderFigures(container, run, state) {
     container.append(box);
     const div = plot(box, fig);
     if (fig.kind === "worms") wormControls(div, fig, state.worms = state.worms || {});
+    if (fig.kind === "plays") playControls(div, fig, state.plays = state.plays || {});
   }
 }
 
@@ -218,7 +268,7 @@ function renderRun(run, state) {
   } else {
     for (const fig of run.figures) {
       const div = document.getElementById("plot-" + fig.id);
-      if (fig.kind !== "worms") Plotly.react(div, fig.figure.data, fig.figure.layout);
+      if (fig.kind !== "worms" && fig.kind !== "plays") Plotly.react(div, fig.figure.data, fig.figure.layout);
     }
   }
   const images = document.getElementById("images");
