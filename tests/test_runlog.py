@@ -128,3 +128,22 @@ def test_a_run_folder_closes_its_log_however_the_run_ends(tmp_path):
     assert not any(
         "kept in b's log" in e["message"] for e in read_log(tmp_path / "a" / "log.jsonl")
     )
+
+
+def test_a_stage_inside_a_stage_is_logged_but_prints_no_line(tmp_path):
+    printed = io.StringIO()
+    log = RunLog(tmp_path, "demo", stream=printed)
+    with progress_module.progress(total=2, desc="dump") as outer:
+        for _ in range(2):
+            for _ in progress_module.progress(range(3), desc="one chunk"):
+                pass
+            outer.update(1)
+    for _ in progress_module.progress(range(1), desc="after"):  # the outer one closed: a stage
+        pass
+    log.close()
+    events = read_log(tmp_path / "log.jsonl")
+    inner = [e for e in events if e.get("stage") == "one chunk"]
+    assert len(inner) == 4 and all(e["nested"] for e in inner)  # started and done, twice
+    assert not any(e.get("nested") for e in events if e.get("stage") in ("dump", "after"))
+    text = printed.getvalue()
+    assert "one chunk" not in text and "dump: done" in text and "after: done" in text

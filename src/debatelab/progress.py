@@ -15,6 +15,7 @@ from .runlog import duration, log_event
 #: Seconds between two ``stage_progress`` events of one bar.
 PROGRESS_SECONDS = 30.0
 _log = logging.getLogger("debatelab.progress")
+_OPEN_STAGES: list = []  # the stage bars open now, outermost first
 
 
 class _StageBar(tqdm):
@@ -29,6 +30,11 @@ class _StageBar(tqdm):
         if self._total is None and hasattr(iterable, "__len__"):
             self._total = len(iterable)
         self._stage = stage
+        # a stage inside another (one chunk's pass inside a dump) goes to the log file, but
+        # prints no line: the outer stage's lines say how the run goes
+        self._nested = bool(_OPEN_STAGES)
+        if stage:
+            _OPEN_STAGES.append(self)
         self._began = self._last = time.time()
         self._done = self._initial = int(kwargs.get("initial", 0) or 0)
         self._finished = False
@@ -36,7 +42,11 @@ class _StageBar(tqdm):
             total = self._total
             log_event(_log, "stage_started",
                       f"{self._name()}: started" + (f", {self._count(total)}" if total else ""),
-                      stage=self._name(), total=total, done=self._done)  # fmt: skip
+                      stage=self._name(), total=total, done=self._done,
+                      **self._nesting())  # fmt: skip
+
+    def _nesting(self) -> dict:
+        return {"nested": True} if self._nested else {}
 
     def _name(self) -> str:
         return str(self._desc).rstrip(": ")
@@ -62,7 +72,7 @@ class _StageBar(tqdm):
             msg += f", {duration(elapsed)}" + (f", ETA {duration(eta)}" if eta is not None else "")
             log_event(_log, "stage_progress", msg, stage=self._name(), done=self._done,
                       total=self._total, seconds=round(elapsed, 2),
-                      eta_s=None if eta is None else round(eta, 1))  # fmt: skip
+                      eta_s=None if eta is None else round(eta, 1), **self._nesting())  # fmt: skip
 
     def update(self, n=1):
         if not getattr(self, "_iterating", False):  # tqdm's own iteration updates in steps
@@ -86,7 +96,9 @@ class _StageBar(tqdm):
             log_event(_log, "stage_finished",
                       f"{self._name()}: done, {self._count(self._done)} in {duration(elapsed)}",
                       stage=self._name(), done=self._done, total=self._total,
-                      seconds=round(elapsed, 2))  # fmt: skip
+                      seconds=round(elapsed, 2), **self._nesting())  # fmt: skip
+        if self in _OPEN_STAGES:
+            _OPEN_STAGES.remove(self)
         return super().close()
 
 

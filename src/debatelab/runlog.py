@@ -77,6 +77,8 @@ class _StageLine(logging.Formatter):
 class _LineFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         event = getattr(record, "event", None)
+        if getattr(record, "fields", {}).get("nested"):  # a stage inside a stage: file only
+            return False
         return event in LINE_EVENTS or (event is None and record.levelno >= logging.WARNING)
 
 
