@@ -30,6 +30,19 @@ def friendly_errors(func):
     return wrapper
 
 
+def server_options(port: int, what: str):
+    """``--host`` (default 127.0.0.1) and ``--port``, for the commands that serve a page."""
+
+    def decorate(func):
+        func = click.option("--port", type=click.IntRange(1, 65535), default=port,
+                            show_default=True, help="TCP port.")(func)  # fmt: skip
+        return click.option("--host", default="127.0.0.1", show_default=True,
+                            help=f"Interface to listen on (the default keeps {what} on this "
+                                 "machine).")(func)  # fmt: skip
+
+    return decorate
+
+
 def path_options(func):
     """``--data-dir`` and ``--cache-dir``, which every command that touches data takes."""
     func = click.option(

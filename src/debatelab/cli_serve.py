@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from .cli_common import friendly_errors, path_options
+from .cli_common import friendly_errors, path_options, server_options
 
 
 def _judge_seed_option(func):
@@ -16,19 +16,7 @@ def _judge_seed_option(func):
 
 
 @click.command()
-@click.option(
-    "--host",
-    default="127.0.0.1",
-    show_default=True,
-    help="Interface to listen on (the default keeps the demo on this machine).",
-)
-@click.option(
-    "--port",
-    type=click.IntRange(1, 65535),
-    default=8000,
-    show_default=True,
-    help="TCP port.",
-)
+@server_options(8000, "the demo")
 @_judge_seed_option
 @path_options
 @friendly_errors
