@@ -6,20 +6,12 @@ from pathlib import Path
 
 import click
 
-from .cli_common import friendly_errors
+from .cli_common import friendly_errors, server_options
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("folders", nargs=-1, type=click.Path(file_okay=False, path_type=Path))
-@click.option(
-    "--host",
-    default="127.0.0.1",
-    show_default=True,
-    help="Interface to listen on (the default keeps the page on this machine).",
-)
-@click.option(
-    "--port", type=click.IntRange(1, 65535), default=8050, show_default=True, help="TCP port."
-)
+@server_options(8050, "the page")
 @click.option(
     "--export",
     "export_dir",
