@@ -283,7 +283,8 @@ def training_figures(folder: Path) -> list[Figure]:
     skip = {"epoch", "epochs", "images_seen", "seconds", "wall_seconds", "time", "sitting", "event",
             "message", "stage", "eta_s", "wall_time_s", "lr", "seed"}  # fmt: skip
     metrics = list(dict.fromkeys(k for h in histories.values() for e in h for k, v in e.items()
-                                 if k not in skip and isinstance(v, int | float)))  # fmt: skip
+                                 if k not in skip and not k.endswith("seconds")
+                                 and not k.startswith("n_") and isinstance(v, int | float)))  # fmt: skip
     out = []
     for metric in metrics:
         data = []
