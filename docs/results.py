@@ -3,10 +3,10 @@ repository, so that a page cannot drift from the runs it reports.
 
     python docs/results.py            # rewrite every table in place
     python docs/results.py --check    # exit 1 naming each table that differs from its rendering
-    python docs/results.py --record RUN_FOLDER NAME   # keep a run's record as docs/runs/NAME
+    python docs/results.py --record RUN_FOLDER NAME   # keep a run's record as docs/records/NAME
 
 A table sits in a page between ``<!-- results: NAME -->`` and ``<!-- /results -->``; NAME is a
-key of :data:`TABLES`. Its numbers come from ``docs/runs/<run>/metrics.json`` (a run's
+key of :data:`TABLES`. Its numbers come from ``docs/records/<run>/metrics.json`` (a run's
 ``config.json``, ``manifest.json`` and ``metrics.json``, copied by ``--record``: the manifest
 holds the command line, commit and wall time) or from the rows a run wrote as CSV under
 ``docs/`` (``docs/measurements/*-table.csv``, ``docs/pixel_rollouts.csv``); each row links
@@ -26,7 +26,7 @@ from pathlib import Path
 
 DOCS = Path(__file__).resolve().parent
 REPO = DOCS.parent
-RUNS = DOCS / "runs"
+RUNS = DOCS / "records"
 RECORD_FILES = ("config.json", "manifest.json", "metrics.json")
 MARK = re.compile(r"(<!-- results: (\S+) -->\n)(.*?)(<!-- /results -->)", re.S)
 PAGES = [REPO / "README.md", *sorted(DOCS.glob("*.md")), *sorted(DOCS.glob("measurements/*.md"))]
@@ -182,7 +182,7 @@ def update(page: Path, check: bool) -> list[str]:
 
 
 def record(folder: Path, name: str) -> Path:
-    """Copy a run folder's record (config, manifest, metrics) to docs/runs/NAME."""
+    """Copy a run folder's record (config, manifest, metrics) to docs/records/NAME."""
     missing = [f for f in RECORD_FILES if not (folder / f).is_file()]
     if missing:
         raise SystemExit(f"{folder}: no {', '.join(missing)}; record a finished run")

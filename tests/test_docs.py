@@ -38,7 +38,7 @@ def test_each_table_row_links_a_record_that_holds_its_numbers(results):
         target = re.search(r"\]\(([^)]+)\)", row).group(1)
         assert (REPO / target).is_file(), row
     # a run record: a finished run's three files, the numbers as the run wrote them
-    for record in sorted((REPO / "docs" / "runs").iterdir()):
+    for record in sorted((REPO / "docs" / "records").iterdir()):
         files = {f: json.loads((record / f).read_text()) for f in results.RECORD_FILES}
         assert files["manifest.json"]["command"] == files["config.json"]["command"]
         assert files["manifest.json"]["wall_time_s"] > 0 and files["manifest.json"]["git_commit"]

@@ -175,7 +175,7 @@ def test_smollm2_in_process_end_to_end_and_read_by_bon(tmp_path, browser):
     # debatelab view's page of the pools run (exported, opened from disk): calls per role
     from debatelab.web.view import export_view
 
-    export_view([tmp_path], tmp_path / "view")
+    export_view([tmp_path], tmp_path / "view")  # returns (folder, runs)
     page = browser.new_page()
     try:
         page.goto((tmp_path / "view" / "index.html").as_uri())

@@ -242,3 +242,15 @@ def test_a_plugin_experiment_named_like_a_command_is_a_warning_and_the_rest_work
     result = _debatelab(["--help"], clash, cwd=tmp_path)
     assert "already has a command 'view'" in result.stderr and "clashing_exp" in result.stderr
     assert "Browse run folders" in result.stdout  # the built-in view, still there
+
+
+def test_a_broken_plugin_experiment_hides_no_other(tmp_path):
+    broken = _fake_plugin(tmp_path / "p", "aaa_broken", "debatelab.experiments", "aaa_exp",
+                          "aaa_broken:NOTHING", "raise ImportError('gone')\n")  # fmt: skip
+    _fake_plugin(tmp_path / "p", "zzz_good", "debatelab.experiments", "zzz_exp",
+                 "zzz_good:EXP", "from debatelab.experiments import experiment\n"
+                 "import dataclasses\nEXP = dataclasses.replace(experiment('bon'), "
+                 "doc='A good plug-in experiment.')\n")  # fmt: skip
+    result = _debatelab(["--help"], broken, cwd=tmp_path)
+    assert "aaa_broken" in result.stderr and "gone" in result.stderr
+    assert "zzz-exp" in result.stdout and "A good plug-in experiment." in result.stdout

@@ -396,3 +396,42 @@ def test_the_pixel_games_examples_are_written_for_the_replay(tmp_path):
     image = np.asarray(play["image"])
     scaled = (images[1] - images[1].min()) / (images[1].max() - images[1].min())
     assert np.abs(image - scaled).max() <= 5e-4  # kept to 3 decimals
+
+
+def test_catalog_edge_cases_ids_killed_sittings_torn_lines_and_interrupts(tmp_path):
+    from debatelab.report.catalog import find_runs
+    from debatelab.report.runs import RunFolder
+    from debatelab.runlog import read_log
+    from debatelab.web.view import Catalog, run_data
+
+    for side in ("a", "b"):  # two viewed folders, each with a run called x
+        with RunFolder(tmp_path / side / "x", "demo", {"side": side}) as f:
+            f.finish({"v": 1.0})
+    runs = find_runs([tmp_path / "a", tmp_path / "b"])
+    assert [r.label for r in runs] == ["x", "x"] and runs[0].id != runs[1].id
+    # a sitting killed 100 s after it started (no end of sitting, a torn last line), resumed
+    killed = tmp_path / "killed"
+    killed.mkdir()
+    (killed / "config.json").write_text(json.dumps({"command": "demo", "k": 1}))
+    start = "2026-12-06T10:00:00.000+00:00"
+    (killed / "log.jsonl").write_text(
+        json.dumps({"time": start, "sitting": 1, "event": "sitting_started", "message": "s",
+                    "folder": str(killed)}) + "\n"
+        + json.dumps({"time": "2026-12-06T10:01:40.000+00:00", "sitting": 1, "event": "log",
+                      "message": "working"}) + "\n" + '{"time": "torn')  # fmt: skip
+    with pytest.raises(KeyboardInterrupt), RunFolder(killed, "demo", {"k": 1}):
+        raise KeyboardInterrupt
+    events = read_log(killed / "log.jsonl")
+    assert [e["sitting"] for e in events if e["event"] == "sitting_started"] == [1, 2]
+    (run,) = [r for r in find_runs([tmp_path]) if r.label == "killed"]
+    assert run.status == "stopped" and run.sittings == 2  # interrupted: it resumes
+    assert run.wall_time_s >= 100.0  # the killed sitting's 100 s count
+    # raw HTML in a report is text on the page, and a file being written costs its figures only
+    (killed / "report.md").write_text(
+        "# r\n\n<img src=x onerror=alert(1)>\n\n| a |\n|---|\n| 1 |\n"
+    )
+    (killed / "table.csv").write_text("arm,protocol\nmain,proposal\n")
+    data = run_data(next(r for r in Catalog([tmp_path]).runs() if r.label == "killed"))
+    assert "<img" not in data["report_html"] and "&lt;img" in data["report_html"]
+    assert "<table>" in data["report_html"]
+    assert data["figure_problems"] and data["figure_problems"][0].startswith("table.csv")

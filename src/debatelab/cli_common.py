@@ -166,16 +166,16 @@ def experiment_command(name: str, config_cls: type, run, help_text: str) -> clic
                                device=getattr(config, "device", "cpu"), force=force,
                                data_dir=data_dir, cache_dir=cache_dir, progress=not quiet,
                                echo=click.echo)  # fmt: skip
-            metrics = run(config, folder)
+            folder.finish(run(config, folder))
         except USER_ERRORS as exc:
             if folder is not None:
                 folder.fail(str(exc))
             raise click.ClickException(str(exc)) from exc
         except BaseException as exc:  # a crash or Ctrl-C: the log says the sitting ended so
             if folder is not None:
-                folder.fail(f"{type(exc).__name__}: {exc}")
+                folder.fail(f"{type(exc).__name__}: {exc}", "interrupted"
+                            if isinstance(exc, KeyboardInterrupt) else "error")  # fmt: skip
             raise
-        folder.finish(metrics)
         click.echo(str(folder.path))
 
     params = callback.__click_params__[::-1] + params  # the two path options

@@ -34,12 +34,11 @@ def view(folders, host, port, export_dir):  # fmt: skip
     two or more runs in the index to compare them: settings that differ are highlighted,
     metrics shown with their standard errors.
     """
-    from .web.view import Catalog, export_view, view_app
+    from .web.view import export_view, view_app
 
     folders = list(folders) or [Path("runs")]
     if export_dir is not None:
-        out = export_view(folders, export_dir)
-        runs = len(Catalog(folders).runs())
+        out, runs = export_view(folders, export_dir)
         click.echo(f"{runs} runs exported; open {out / 'index.html'} (or serve the folder)")
         return
     import uvicorn

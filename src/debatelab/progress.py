@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import time
+import weakref
 
 from tqdm.auto import tqdm
 
@@ -15,7 +16,7 @@ from .runlog import duration, log_event
 #: Seconds between two ``stage_progress`` events of one bar.
 PROGRESS_SECONDS = 30.0
 _log = logging.getLogger("debatelab.progress")
-_OPEN_STAGES: list = []  # the stage bars open now, outermost first
+_OPEN_STAGES: weakref.WeakSet = weakref.WeakSet()  # the stage bars open now
 
 
 class _StageBar(tqdm):
@@ -34,7 +35,7 @@ class _StageBar(tqdm):
         # prints no line: the outer stage's lines say how the run goes
         self._nested = bool(_OPEN_STAGES)
         if stage:
-            _OPEN_STAGES.append(self)
+            _OPEN_STAGES.add(self)
         self._began = self._last = time.time()
         self._done = self._initial = int(kwargs.get("initial", 0) or 0)
         self._finished = False
@@ -97,8 +98,7 @@ class _StageBar(tqdm):
                       f"{self._name()}: done, {self._count(self._done)} in {duration(elapsed)}",
                       stage=self._name(), done=self._done, total=self._total,
                       seconds=round(elapsed, 2), **self._nesting())  # fmt: skip
-        if self in _OPEN_STAGES:
-            _OPEN_STAGES.remove(self)
+        _OPEN_STAGES.discard(self)
         return super().close()
 
 

@@ -67,15 +67,22 @@ class Registry(Generic[T]):
         if self._plugins_loaded:
             return
         self._plugins_loaded = True
+        problems = []  # every entry point is tried: one broken plug-in hides no other
         for ep in sorted(entry_points(group=self.group), key=lambda e: e.name):
             dist = getattr(ep, "dist", None)
             source = f"the plug-in {dist.name if dist else ep.value!r} (entry point {ep.value})"
             try:
                 item = ep.load()
             except Exception as exc:  # a broken plug-in is named, not a traceback of its import
-                raise PluginError(f"{source} of group {self.group!r} cannot be loaded: "
-                                  f"{type(exc).__name__}: {exc}") from exc  # fmt: skip
-            self.register(ep.name, item, source)
+                problems.append(f"{source} of group {self.group!r} cannot be loaded: "
+                                f"{type(exc).__name__}: {exc}")  # fmt: skip
+                continue
+            try:
+                self.register(ep.name, item, source)
+            except PluginError as exc:
+                problems.append(str(exc))
+        if problems:
+            raise PluginError("; ".join(problems))
 
     def get(self, name: str) -> T:
         """The part named ``name``; an unknown name is one error listing the known ones."""

@@ -96,6 +96,18 @@ class _OwnSittings(logging.Filter):
         return getattr(record, "fields", {}).get("folder") == self.folder
 
 
+def _end_torn_line(path: Path) -> None:
+    """A kill can leave the log's last line half written: end it, so the next sitting's first
+    event is a line of its own."""
+    try:
+        with open(path, "rb+") as fh:
+            fh.seek(0, 2)
+            if fh.tell() and (fh.seek(-1, 2), fh.read(1))[1] != b"\n":
+                fh.write(b"\n")
+    except FileNotFoundError:
+        pass
+
+
 def sittings(path: Path) -> list[dict]:
     """The ``sitting_started`` events of a log file, in order (none if it does not exist)."""
     if not path.is_file():
@@ -141,6 +153,7 @@ class RunLog:
         _OPEN.append(self)
         self.handlers: list[logging.Handler] = []
         own = _OwnSittings(self.folder)
+        _end_torn_line(self.path)
         file_handler = logging.FileHandler(self.path, mode="a", encoding="utf-8")
         file_handler.setFormatter(_JsonLines(self.sitting))
         file_handler.addFilter(own)

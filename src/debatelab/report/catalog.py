@@ -60,7 +60,8 @@ class RunSummary:
     started_at: str | None
     """When its first sitting started (UTC, ISO 8601)."""
     wall_time_s: float | None
-    """The finished run's wall time (manifest), else the seconds its sittings took so far."""
+    """The seconds its sittings took, added up (a killed one until its last event); the
+    manifest's wall time for a run without a log."""
     sittings: int
     """How many times it was opened (a resumed run has more than one)."""
     metrics: dict[str, Any] = field(default_factory=dict)
@@ -98,10 +99,11 @@ def _read_json(path: Path) -> dict:
     return value if isinstance(value, dict) else {}
 
 
-def run_id(label: str) -> str:
-    """A URL- and file-safe id for a run's label, unique by a short hash of the label."""
+def run_id(label: str, path: Path) -> str:
+    """A URL- and file-safe id: the label's slug and a short hash of the run's resolved path
+    (two viewed folders may each hold a run of one label)."""
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", label).strip("-.")[:60] or "run"
-    return f"{slug}-{hashlib.sha1(label.encode()).hexdigest()[:6]}"
+    return f"{slug}-{hashlib.sha1(str(Path(path).resolve()).encode()).hexdigest()[:8]}"
 
 
 def _status(events: list[dict], finished: bool, log_age: float | None) -> str:
@@ -111,8 +113,8 @@ def _status(events: list[dict], finished: bool, log_age: float | None) -> str:
         return "finished" if finished else "stopped"
     if last[-1]["event"] == "sitting_finished":
         return "finished"
-    if last[-1]["event"] == "error":
-        return "failed"
+    if last[-1]["event"] == "error":  # an interrupted sitting (Ctrl+C) resumes: stopped
+        return "stopped" if last[-1].get("status") == "interrupted" else "failed"
     return "running" if log_age is not None and log_age < RUNNING_SECONDS else "stopped"
 
 
@@ -121,15 +123,18 @@ def _wall_time(events: list[dict], manifest: dict) -> float | None:
     manifest's wall time for a run without a log."""
     if not events:
         return manifest.get("wall_time_s")
-    total, open_since = 0.0, None
+    total, open_since, last = 0.0, None, None
     for e in events:
         if e.get("event") == "sitting_started":
+            if open_since is not None:  # a killed sitting: until its last event
+                total += max(0.0, _seconds(last) - _seconds(open_since))
             open_since = e.get("time")
         elif e.get("event") in ("sitting_finished", "error"):
             total += float(e.get("wall_time_s", 0.0))
             open_since = None
+        last = e.get("time") or last
     if open_since is not None:
-        total += max(0.0, _seconds(events[-1].get("time")) - _seconds(open_since))
+        total += max(0.0, _seconds(last) - _seconds(open_since))
     return round(total, 3)
 
 
@@ -160,7 +165,7 @@ def summarize(path: Path, label: str, now: float | None = None) -> RunSummary:
     command = str(config.get("command", manifest.get("command", "?"))).replace(" ", "-")
     starts = [e for e in events if e.get("event") == "sitting_started"]
     return RunSummary(
-        id=run_id(label), path=path, label=label, command=command,
+        id=run_id(label, path), path=path, label=label, command=command,
         settings=flatten({k: v for k, v in config.items() if k != "command"}),
         status=_status(events, bool(manifest), log_age),
         started_at=starts[0]["time"] if starts else manifest.get("started_at"),
@@ -185,8 +190,20 @@ def find_runs(folders: list[Path], now: float | None = None) -> list[RunSummary]
     for r in runs:
         parent = next((ids[p] for p in r.path.parents if p in ids), None)
         r.parent = parent
+    # newest first, each run's inner runs (a study's variants) right after it
     runs.sort(key=lambda r: (r.started_at or "", r.label), reverse=True)
-    return runs
+    children: dict[str | None, list[RunSummary]] = {}
+    for r in runs:
+        children.setdefault(r.parent, []).append(r)
+    ordered: list[RunSummary] = []
+
+    def place(parent: str | None) -> None:
+        for r in children.get(parent, []):
+            ordered.append(r)
+            place(r.id)
+
+    place(None)
+    return ordered
 
 
 def _walk(folder: Path, base: Path, depth: int, found: dict) -> None:

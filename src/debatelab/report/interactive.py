@@ -328,17 +328,21 @@ def pools_figures(metrics: dict) -> list[Figure]:
     ]
 
 
-def run_figures(folder: Path, metrics: dict | None = None) -> list[Figure]:
+def run_figures(folder: Path, metrics: dict | None = None,
+                problems: list[str] | None = None) -> list[Figure]:  # fmt: skip
     """Every interactive figure the run folder's files allow (none for a run that wrote none
-    of them yet)."""
+    of them yet). A file that cannot be read (one being written, a plug-in's table of other
+    columns) costs its own figures only; why goes to ``problems``."""
     folder = Path(folder)
+    builders = [(name, build) for name, build in (
+        ("sweep_arrays.npz", sweep_figures), ("table.csv", bon_figures),
+        (PLAYS_FILE, plays_figures)) if (folder / name).is_file()]  # fmt: skip
     out: list[Figure] = []
-    if (folder / "sweep_arrays.npz").is_file():
-        out += sweep_figures(folder / "sweep_arrays.npz")
-    if (folder / "table.csv").is_file():
-        out += bon_figures(folder / "table.csv")
-    if (folder / PLAYS_FILE).is_file():
-        out += plays_figures(folder / PLAYS_FILE)
-    out += training_figures(folder)
-    out += pools_figures(metrics or {})
+    for name, build in [*builders, ("histories", lambda _: training_figures(folder)),
+                        ("metrics", lambda _: pools_figures(metrics or {}))]:  # fmt: skip
+        try:
+            out += build(folder / name)
+        except Exception as exc:  # the page shows the rest, and says what it left out
+            if problems is not None:
+                problems.append(f"{name}: {type(exc).__name__}: {exc}")
     return out

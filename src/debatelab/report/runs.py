@@ -211,9 +211,10 @@ class RunFolder:
         self.log.close()
         return self.path
 
-    def fail(self, message: str) -> None:
-        """Log that the run stopped on an error (what the user reads is ``message``)."""
-        self.log.close("error", message)
+    def fail(self, message: str, status: str = "error") -> None:
+        """Log that the run stopped on an error (what the user reads is ``message``), or was
+        interrupted (``status="interrupted"``: Ctrl+C, a run to resume)."""
+        self.log.close(status, message)
 
     def __enter__(self) -> RunFolder:
         return self
@@ -222,6 +223,9 @@ class RunFolder:
         """Used as a context, the folder's log is closed however the block ends: an exception
         is logged as the sitting's error (a run left open would keep listening to the next)."""
         if exc is not None:
-            self.fail(f"{kind.__name__}: {exc}")
+            self.fail(
+                f"{kind.__name__}: {exc}",
+                "interrupted" if issubclass(kind, KeyboardInterrupt) else "error",
+            )
         else:
             self.log.close()

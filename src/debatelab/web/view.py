@@ -44,8 +44,7 @@ IMAGE_SUFFIXES = (".png", ".svg")
 
 
 class ViewError(DebatelabError, ValueError):
-    """Folders to view that do not exist or hold no runs, or an export folder that cannot be
-    written."""
+    """Folders to view that do not exist."""
 
 
 def _static(name: str) -> bytes:
@@ -73,10 +72,12 @@ def _report_html(path: Path, run_id: str, images: list[str]) -> str | None:
     """The run's report.md as HTML, its images pointing where the pages serve them."""
     if not path.is_file():
         return None
-    import markdown
+    from markdown_it import MarkdownIt
 
-    html = markdown.markdown(path.read_text(encoding="utf-8", errors="replace"),
-                             extensions=["tables", "fenced_code"])  # fmt: skip
+    # CommonMark with tables and without raw HTML: a report may quote model output, so its
+    # text is escaped, never run as markup or script on the page
+    html = MarkdownIt("commonmark", {"html": False}).enable("table").render(
+        path.read_text(encoding="utf-8", errors="replace"))  # fmt: skip
 
     def image(match: re.Match) -> str:
         name = match.group(1)
@@ -103,9 +104,15 @@ def run_data(run: RunSummary) -> dict:
     events = read_log(run.path / LOG_NAME)
     images = sorted(p.name for p in run.path.iterdir()
                     if p.suffix in IMAGE_SUFFIXES and p.is_file())  # fmt: skip
+    problems: list[str] = []
+    figures = [f.as_json() for f in run_figures(run.path, run.metrics, problems)]
+    last = [e for e in events if e.get("event") in ("sitting_started", "sitting_finished",
+                                                     "error")]  # fmt: skip
     return {
         **run.as_json(),
-        "figures": [f.as_json() for f in run_figures(run.path, run.metrics)],
+        "open": bool(last) and last[-1]["event"] == "sitting_started",
+        "figures": figures,
+        "figure_problems": problems,
         "images": images,
         "report_html": _report_html(run.path / "report.md", run.id, images),
         "stages": _stages(events),
@@ -205,10 +212,11 @@ def _write(path: Path, text: str) -> None:
     write_atomic(path, lambda p: p.write_text(text, encoding="utf-8"))
 
 
-def export_view(folders: list[Path], out: Path) -> Path:
+def export_view(folders: list[Path], out: Path) -> tuple[Path, int]:
     """The viewer's pages over ``folders`` as a static folder ``out``: index, run and compare
     pages, one data script per run, the runs' images and Plotly's script. It opens from disk
-    (``out/index.html``) or from any static server, and loads nothing from outside ``out``."""
+    (``out/index.html``) or from any static server, and loads nothing from outside ``out``.
+    Returns the folder and how many runs it holds."""
     catalog = Catalog(folders)
     out = Path(out)
     check_output_folder(out, lambda p: (Path(p) / "data" / "index.js").is_file(),
@@ -221,9 +229,11 @@ def export_view(folders: list[Path], out: Path) -> Path:
     for name in ASSETS:
         (out / "static" / name).write_bytes(_static(name))
     shutil.copyfile(plotly_js(), out / "static" / "plotly.min.js")
-    index = catalog.index(live=False)
+    runs = catalog.runs()  # one scan: the index and the pages show the same runs
+    index = {"runs": [r.as_json() for r in runs], "folders": [str(f) for f in catalog.folders],
+             "live": False, "follow_ms": FOLLOW_MS}  # fmt: skip
     _write(out / "data" / "index.js", _script("VIEW.index", index))
-    for run in catalog.runs():
+    for run in runs:
         data = run_data(run)
         _write(
             out / "data" / "run" / f"{run.id}.js", _script(f"VIEW.runs[{json.dumps(run.id)}]", data)
@@ -232,4 +242,4 @@ def export_view(folders: list[Path], out: Path) -> Path:
             (out / "files" / run.id).mkdir(parents=True, exist_ok=True)
             for name in data["images"]:
                 shutil.copyfile(run.path / name, out / "files" / run.id / name)
-    return out
+    return out, len(runs)

@@ -47,10 +47,12 @@ function fmt(v) {
 }
 
 function duration(s) {
+  // as debatelab.runlog.duration writes it
   if (s === null || s === undefined) return "";
   if (s < 60) return s.toFixed(1) + " s";
-  const m = Math.round(s / 60);
-  if (m < 60) return Math.floor(s / 60) + " min " + String(Math.round(s % 60)).padStart(2, "0") + " s";
+  const whole = Math.round(s);
+  const m = Math.floor(whole / 60);
+  if (m < 60) return m + " min " + String(whole % 60).padStart(2, "0") + " s";
   return Math.floor(m / 60) + " h " + String(m % 60).padStart(2, "0") + " min";
 }
 
@@ -109,7 +111,7 @@ function updateCompare() {
 }
 
 function followIndex() {
-  if (!V.index.live || !V.index.runs.some((r) => r.status === "running")) return;
+  if (!V.index.live || !V.index.runs.some((r) => r.status === "running" || r.status === "stopped")) return;
   setTimeout(() => loadScript("data/index.js?t=" + Date.now())
     .then(() => { renderIndex(); followIndex(); }, followIndex), V.index.follow_ms);
 }
@@ -125,6 +127,7 @@ function plot(container, fig, data) {
 
 function wormControls(div, fig, state) {
   const extra = fig.extra;
+  if (!extra.n.length) return;
   const controls = el("div", { class: "controls" });
   const label = el("span", { class: "n-label" });
   const slider = el("input", { type: "range", min: 0, max: extra.n.length - 1, step: 1,
@@ -140,8 +143,9 @@ function wormControls(div, fig, state) {
       // the largest n of this series not above the slider's (a series may stop earlier)
       let j = -1;
       s.n.forEach((v, i) => { if (v <= n) j = i; });
-      if (j < 0) j = 0;
-      xs.push([s.win_rate[j]]); ys.push([s.accuracy[j]]); idx.push(extra.first_marker + k);
+      // a series that starts above this n has no point yet
+      xs.push([j < 0 ? null : s.win_rate[j]]); ys.push([j < 0 ? null : s.accuracy[j]]);
+      idx.push(extra.first_marker + k);
     });
     Plotly.restyle(div, { x: xs, y: ys }, idx);
   };
@@ -260,6 +264,10 @@ function renderRun(run, state) {
   }
   // figures are drawn once and then updated in place, so the slider and toggles keep their place
   const figures = document.getElementById("figures");
+  const problems = document.getElementById("figure-problems") ||
+    figures.parentNode.insertBefore(el("p", { id: "figure-problems", class: "hint" }), figures);
+  problems.textContent = run.figure_problems.length ?
+    "Left out (cannot be read yet): " + run.figure_problems.join("; ") : "";
   const signature = run.figures.map((f) => f.id + ":" + JSON.stringify(f.figure.data.map(
     (d) => (d.x || []).length))).join("|");
   if (signature !== state.signature) {
@@ -295,7 +303,8 @@ function runPage() {
   const state = {};
   const show = (run) => {
     renderRun(run, state);
-    if (V.index.live && run.status === "running") {
+    // an open sitting is followed even when its log is quiet for a while (a long chunk)
+    if (V.index.live && run.open) {
       setTimeout(() => loadRun(id, true).then(show, () => show(run)), V.index.follow_ms);
     }
   };
@@ -308,7 +317,11 @@ function runPage() {
 
 function comparePage() {
   const ids = (param("ids") || "").split(",").filter(Boolean);
-  Promise.all(ids.map((id) => loadRun(id, false))).then((runs) => {
+  Promise.all(ids.map((id) => loadRun(id, false))).catch(() => {
+    document.querySelector("main").prepend(el("p", { class: "hint",
+      text: "Some of these runs are not under the viewed folders: " + ids.join(", ") }));
+    return Promise.reject(new Error("unknown run"));
+  }).then((runs) => {
     const head = el("tr", {}, el("th", { text: "" }),
       ...runs.map((r) => el("th", {}, el("a", { href: "run.html?id=" + encodeURIComponent(r.id) }, r.label))));
     // settings: those that differ first, highlighted
