@@ -137,8 +137,8 @@ class Catalog:
     def runs(self) -> list[RunSummary]:
         return find_runs(self.folders)
 
-    def index(self, live: bool) -> dict:
-        runs = self.runs()
+    def index(self, live: bool, runs: list[RunSummary] | None = None) -> dict:
+        runs = self.runs() if runs is None else runs
         return {"runs": [r.as_json() for r in runs], "folders": [str(f) for f in self.folders],
                 "live": live, "follow_ms": FOLLOW_MS}  # fmt: skip
 
@@ -230,9 +230,7 @@ def export_view(folders: list[Path], out: Path) -> tuple[Path, int]:
         (out / "static" / name).write_bytes(_static(name))
     shutil.copyfile(plotly_js(), out / "static" / "plotly.min.js")
     runs = catalog.runs()  # one scan: the index and the pages show the same runs
-    index = {"runs": [r.as_json() for r in runs], "folders": [str(f) for f in catalog.folders],
-             "live": False, "follow_ms": FOLLOW_MS}  # fmt: skip
-    _write(out / "data" / "index.js", _script("VIEW.index", index))
+    _write(out / "data" / "index.js", _script("VIEW.index", catalog.index(False, runs)))
     for run in runs:
         data = run_data(run)
         _write(
