@@ -1,10 +1,10 @@
 """Issue 42's first candidate: the frozen judges' batch size (the published notebooks other than
 the frozen-judge one use 128; our recipe, and the frozen-judge notebook as published, 256).
 
-    python docs/judge_batch_size.py VARIANT BATCH [--append docs/measurements/judge-batch-size.csv]
+    python docs/judge_batch_size.py VARIANT BATCH [--seed S] [--append docs/measurements/judge-batch-size.csv]
 
-Trains the gold classifier and the sparse judge of VARIANT with the default recipe (seed 0,
-10 epochs) but BATCH images per step, into the cache ($DEBATELAB_CACHE), and prints their test
+Trains the gold classifier and the sparse judge of VARIANT with the default recipe (seed S,
+default 0; 10 epochs) but BATCH images per step, into the cache ($DEBATELAB_CACHE), and prints their test
 accuracy as `debatelab train` measures it (gold on the full test set; sparse on 10 random
 4-cell masks per test image, Monte Carlo).
 """
@@ -27,9 +27,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("variant")
     parser.add_argument("batch", type=int)
+    parser.add_argument("--seed", type=int, default=0, help="judge seed (default 0)")
     parser.add_argument("--append", type=Path, help="add the row to this CSV")
     args = parser.parse_args()
-    config = TrainJudgesConfig(variant=args.variant, kind="both", epochs=10)
+    config = TrainJudgesConfig(variant=args.variant, kind="both", epochs=10, seed=args.seed)
     data = load_variant(args.variant, data_root())
     accuracy = {}
     for kind in ("gold", "sparse"):
@@ -38,7 +39,7 @@ def main() -> None:
         accuracy[kind] = 100 * monte_carlo_accuracy(judge, data, config)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()  # fmt: skip
-    row = f"{args.variant},{args.batch},{accuracy['gold']:.2f},{accuracy['sparse']:.2f},{commit}"
+    row = f"{args.variant},{args.batch},{args.seed},{accuracy['gold']:.2f},{accuracy['sparse']:.2f},{commit}"
     print(row)
     if args.append:
         with open(args.append, "a", encoding="utf-8") as fh:

@@ -149,10 +149,80 @@ def d1_protocols(page: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _study_rows(page: Path, columns_of) -> tuple[list, list[str]]:
+    """Per dataset variant recorded as ``docs/records/study-<variant>``: (name, published row,
+    our row) for :func:`debatelab.report.tables.paired_table`, and the record links."""
+    sys.path.insert(0, str(REPO / "src"))
+    from debatelab.data.variants import get_variant, variant_names
+
+    rows, links = [], []
+    for variant in variant_names():
+        if not (RUNS / f"study-{variant}" / "metrics.json").is_file():
+            continue
+        published, ours = columns_of(get_variant(variant), metrics(f"study-{variant}"))
+        rows.append((variant, published, ours))
+        links.append(_link(RUNS / f"study-{variant}" / "metrics.json", page, variant))
+    return rows, links
+
+
+def study_setup(page: Path) -> str:
+    """REFERENCE B's setup table on the full test sets, from the recorded study variants
+    (cells more than 1.5 points from the published ones in bold)."""
+    from debatelab.reference import SETUP_COLUMNS
+    from debatelab.report.tables import SETUP_KEYS, paired_table
+
+    rows, links = _study_rows(page, lambda declared, m: (
+        declared.published_setup, [100 * m[SETUP_KEYS[c]] for c in SETUP_COLUMNS]))  # fmt: skip
+    table = paired_table(list(SETUP_COLUMNS), rows)
+    return f"{table}\n\n(Records: {', '.join(links)}.)\n"
+
+
+def study_best(page: Path) -> str:
+    """REFERENCE B's best-capability table from the recorded study variants' full-set curves."""
+    from debatelab.experiments.sweep_report import best_values
+    from debatelab.reference import BEST_COLUMNS
+    from debatelab.report.tables import paired_table
+
+    rows, links = _study_rows(page, lambda declared, m: (declared.published_best,
+                                                         best_values(m)))  # fmt: skip
+    table = paired_table(list(BEST_COLUMNS), rows, label="this study, full test set")
+    return f"{table}\n\n(Records: {', '.join(links)}.)\n"
+
+
+def judge_seeds(page: Path) -> str:
+    """Gold and sparse test accuracy per variant and batch size over the seeds in
+    ``judge-batch-size.csv``: mean, sample standard deviation and range."""
+    from statistics import mean, stdev
+
+    path = DOCS / "measurements" / "judge-batch-size.csv"
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for r in _csv_rows(path):
+        groups.setdefault((r["variant"], r["batch_size"]), []).append(r)
+
+    def spread(rows: list[dict], key: str) -> str:
+        values = [float(r[key]) for r in rows]
+        if len(values) == 1:
+            return f"{values[0]:.2f}"
+        return (f"{mean(values):.2f} ± {stdev(values):.2f} ({min(values):.2f} to "
+                f"{max(values):.2f})")  # fmt: skip
+
+    lines = ["| variant | batch size | seeds | gold | sparse (Monte Carlo) |",
+             "|---|---|---|---|---|"]  # fmt: skip
+    for (variant, batch), rows in groups.items():
+        seeds = ", ".join(r["seed"] for r in rows)
+        lines.append(f"| {variant} | {batch} | {seeds} | {spread(rows, 'gold_pct')} | "
+                     f"{spread(rows, 'sparse_pct')} |")  # fmt: skip
+    return (
+        "\n".join(lines) + f"\n\n(Rows: {_link(path, page, path.name)}; mean ± sample "
+        "standard deviation over seeds, and the range.)\n"
+    )
+
+
 #: Table name -> its renderer (given the page it sits in, for relative links); a name
 #: ``kind:arg`` calls ``kind``'s renderer with ``arg``.
 TABLES = {"headline": headline, "pools-grid": pools_grid, "pools-contrasts": pools_contrasts,
-          "d1-protocols": d1_protocols}  # fmt: skip
+          "d1-protocols": d1_protocols, "study-setup": study_setup, "study-best": study_best,
+          "judge-seeds": judge_seeds}  # fmt: skip
 
 
 def render(name: str, page: Path) -> str:

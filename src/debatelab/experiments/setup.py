@@ -37,6 +37,9 @@ class JudgeSetupConfig:
     """Seed of both judges' training."""
     epochs: int = field(default=10, metadata={"min": 1})
     """Training epochs of both judges (published: 10)."""
+    batch_size: int = field(default=TrainConfig.batch_size, metadata={"min": 1})
+    """Images per training step of both judges (128 reproduces the published judges; 256 is
+    the frozen-judge notebook's written setting and trains weaker ones)."""
     grid: int = field(default=6, metadata={"choices": (1, 2, 3, 6, 9, 18)})
     """Cells per side of the 18x18 image (published: 6, cells of 3x3 pixels)."""
     reveal: int = field(default=4, metadata={"min": 1})
@@ -61,7 +64,7 @@ class JudgeSetupConfig:
     def judge_config(self, kind: str) -> TrainConfig:
         return TrainConfig(
             variant=self.variant, kind=kind, seed=self.seed, epochs=self.epochs,
-            grid=self.grid, reveal=self.reveal, train_limit=self.train_limit,
+            batch_size=self.batch_size, grid=self.grid, reveal=self.reveal, train_limit=self.train_limit,
         )  # fmt: skip
 
 
