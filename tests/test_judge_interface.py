@@ -83,3 +83,41 @@ def test_checkpoints_of_the_previous_formats_still_load(tmp_path):
     path.write_bytes(b"not a checkpoint")
     with pytest.raises(CacheError, match="unreadable"):
         load_judge(path)
+
+
+def test_the_paper_pixel_judge_recipe(tmp_path, data_root):
+    """REFERENCE A's own recipe: the TensorFlow layers tutorial network (5x5 convolutions of 32
+    and 64, a 1024 layer, dropout 0.4: the tutorial's 3,274,634 weights plus 800 for the second
+    input plane) trained for
+    "30k (resp. 50k) batches of 128", rounded up to whole epochs of the 60,000 images (64 and
+    107 epochs: 30,016 and 50,183 steps). It has no sparse path, so games take the dense
+    forward; its checkpoint keeps the kernel size and loads into the same network."""
+    from debatelab.judges.pixel import (
+        PixelPaperConfig,
+        get_pixel_judge,
+        make_pixel_model,
+        pixel_judge_config,
+    )
+
+    six, four = pixel_judge_config("paper", 6, 0), pixel_judge_config("paper", 4, 0)
+    assert (six.epochs, four.epochs) == (64, 107)
+    assert six.epochs * 469 >= 30_000 > (six.epochs - 1) * 469
+    assert four.epochs * 469 >= 50_000 > (four.epochs - 1) * 469
+    assert (six.lr, six.gamma, six.batch_size) == (1e-4, 1.0, 128)
+    model = make_pixel_model(six)
+    assert sum(p.numel() for p in model.parameters()) == 3_274_634 + 5 * 5 * 32
+    assert model.conv1.kernel_size == model.conv2.kernel_size == (5, 5)
+    with pytest.raises(ValueError, match="odd"):
+        JudgeCNN(2, (2, 4), image_size=28, kernel=4)
+    # a real (tiny) training through the cache, loaded back as the same network
+    config = PixelPaperConfig(pixels=6, epochs=1, train_limit=512, widths=(4, 8), hidden=32)
+    trained = get_pixel_judge(config, data_root, tmp_path, progress=False)
+    loaded = load_pixel_checkpoint(trained.path)
+    assert loaded.family == "pixel-paper" and loaded.model.config()["kernel"] == 5
+    judge = PixelJudge(loaded.model)
+    assert judge.sparse_forward() is None  # 5x5: the dense forward
+    values = torch.rand(5, 784)
+    mask = torch.zeros(5, 784, dtype=torch.bool)
+    mask[:, [3, 100, 400]] = True
+    direct = trained.model.eval()(torch.stack([mask.float(), values * mask], 1).view(5, 2, 28, 28))
+    assert torch.allclose(judge.logits(values, mask), direct, atol=1e-6)

@@ -68,14 +68,16 @@ class PixelExperimentConfig:
     no_precommit: bool = field(default=True,
                                metadata={"flag": "--no-precommit/--skip-no-precommit"})  # fmt: skip
     """Also play the variant in which the liar names its label after the reveal."""
-    judge: Literal["nonzero", "sparse", "mlp"] = "nonzero"
-    """The frozen judge: the paper's (the pixel CNN trained on K random nonzero pixels), the
-    same task learned by an MLP for 30 epochs (mlp, closer to the paper's accuracy), or the
-    demo's sparse classifier (about 10 % of all pixels visible)."""
+    judge: Literal["nonzero", "sparse", "mlp", "paper"] = "nonzero"
+    """The frozen judge: the paper's task (K random nonzero pixels) learned by a small CNN in
+    10 epochs (nonzero), by an MLP in 30 (mlp), or with the paper's own network and schedule
+    (paper: 64 or 107 epochs, dense forward only), or the demo's sparse classifier (about 10 %
+    of all pixels visible)."""
     judge_seed: int | None = None
     """Seed of the judge's training (default: the same as --seed)."""
     judge_epochs: int | None = field(default=None, metadata={"min": 1})
-    """Training epochs of the judge (default: the judge's own, 10; 30 for mlp)."""
+    """Training epochs of the judge (default: the judge's own, 10; 30 for mlp; 64 or 107 for
+    paper)."""
     seed: int = 0
     """Seed of the agents' random choices (tie-breaks, playouts; one stream per chunk), and of
     the judge's training unless --judge-seed is given."""

@@ -17,22 +17,32 @@ from ..report.runs import RunFolder
 from .setup import JudgeSetupConfig, monte_carlo_accuracy
 
 #: ``--kind`` of a pixel judge -> its kind in :data:`debatelab.judges.pixel.JUDGE_KINDS`.
-PIXEL_KINDS = {"pixel": "nonzero", "pixel-mlp": "mlp", "pixel-sparse": "sparse"}
+PIXEL_KINDS = {
+    "pixel": "nonzero",
+    "pixel-mlp": "mlp",
+    "pixel-paper": "paper",
+    "pixel-sparse": "sparse",
+}
 
 
 @dataclass
 class TrainJudgesConfig(JudgeSetupConfig):
     """Settings of one training command."""
 
-    kind: Literal["gold", "sparse", "both", "pixel", "pixel-mlp", "pixel-sparse"] = "both"
+    kind: Literal["gold", "sparse", "both", "pixel", "pixel-mlp", "pixel-paper", "pixel-sparse"] = (
+        "both"
+    )
     """Which judge to train: the cell-grid judges (gold, sparse, both), the MNIST pixel judge
-    of the 2018 debate (pixel, with --pixels; pixel-mlp: the same task learned by an MLP) or
+    of the 2018 debate (pixel, with --pixels; pixel-mlp: the same task learned by an MLP;
+    pixel-paper: the paper's own network and schedule, 64 or 107 epochs) or
     the demo's sparse classifier (pixel-sparse: about 10 % of all pixels visible; measured on
     --pixels random nonzero pixels too)."""
     pixels: int = field(default=6, metadata={"min": 1, "max": 784})
-    """Nonzero pixels the pixel judge sees (--kind pixel, pixel-mlp and pixel-sparse only)."""
+    """Nonzero pixels the pixel judge sees (--kind pixel, pixel-mlp, pixel-paper and
+    pixel-sparse only)."""
     epochs: int | None = field(default=None, metadata={"min": 1})
-    """Training epochs (default: 10, as published; 30 for pixel-mlp)."""
+    """Training epochs (default: 10, as published; 30 for pixel-mlp; the paper's 30,000 or
+    50,000 batches for pixel-paper)."""
     retrain: bool = field(default=False, compare=False)
     """Ignore the cache and train again."""
 

@@ -91,6 +91,8 @@ for _family in (
                      "the demo's sparse pixel classifier"),
     CheckpointFamily("pixel-mlp", "debatelab.judges.pixel:PixelMLPConfig", None,
                      "the pixel task learned by an MLP"),
+    CheckpointFamily("pixel-paper", "debatelab.judges.pixel:PixelPaperConfig", None,
+                     "the pixel judge trained with the 2018 paper's own recipe"),
     CheckpointFamily("onpolicy", "debatelab.judges.onpolicy:OnPolicyConfig", None,
                      "judges trained on-policy, every design (debatelab.judges.designs)"),
     CheckpointFamily("debaters", "debatelab.training.debaters:DebaterTrainConfig",

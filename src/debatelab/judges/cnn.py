@@ -18,14 +18,17 @@ from ..codewords import codeword_bits
 
 
 class ConvTrunk(nn.Module):
-    """The conv trunk every image judge shares: ``conv1``, ``conv2`` (3x3, padding 1), each
-    followed by ReLU and a 2x2 max-pool. Subclasses call :meth:`_build_trunk` where the trunk's
-    layers are created, so the weights draw from the RNG in the same order as ever."""
+    """The conv trunk every image judge shares: ``conv1``, ``conv2`` (``kernel`` x ``kernel``,
+    3 unless said, with "same" padding), each followed by ReLU and a 2x2 max-pool. Subclasses
+    call :meth:`_build_trunk` where the trunk's layers are created, so the weights draw from the
+    RNG in the same order as ever."""
 
-    def _build_trunk(self, in_channels: int, widths: tuple[int, int]) -> None:
+    def _build_trunk(self, in_channels: int, widths: tuple[int, int], kernel: int = 3) -> None:
+        if kernel < 1 or kernel % 2 == 0:
+            raise ValueError(f"kernel must be an odd size >= 1, got {kernel}")
         c1, c2 = widths
-        self.conv1 = nn.Conv2d(in_channels, c1, 3, padding=1)
-        self.conv2 = nn.Conv2d(c1, c2, 3, padding=1)
+        self.conv1 = nn.Conv2d(in_channels, c1, kernel, padding=kernel // 2)
+        self.conv2 = nn.Conv2d(c1, c2, kernel, padding=kernel // 2)
         self.pool = nn.MaxPool2d(2)
 
     def trunk(self, x: torch.Tensor) -> torch.Tensor:
@@ -37,7 +40,9 @@ class ConvTrunk(nn.Module):
 class JudgeCNN(ConvTrunk):
     """Two conv blocks and a two-layer head; ``forward`` maps ``(B, C, S, S)`` to logits ``(B, K)``.
 
-    Widths ``(32, 64)`` for 1-channel data and ``(64, 128)`` for CIFAR-10, as published.
+    Widths ``(32, 64)`` for 1-channel data and ``(64, 128)`` for CIFAR-10, as published. With
+    ``kernel=5``, ``hidden=1024`` and ``dropout=0.4`` it is the TensorFlow layers tutorial's MNIST
+    network, the 2018 paper's pixel judge.
     """
 
     def __init__(
@@ -48,6 +53,7 @@ class JudgeCNN(ConvTrunk):
         hidden: int = 128,
         n_classes: int = 10,
         dropout: float = 0.3,
+        kernel: int = 3,
     ):
         super().__init__()
         if image_size < 4:
@@ -56,7 +62,7 @@ class JudgeCNN(ConvTrunk):
         self.in_channels, self.widths, self.image_size = in_channels, (c1, c2), image_size
         self.n_classes = n_classes
         self.final_size = (image_size // 2) // 2
-        self._build_trunk(in_channels, (c1, c2))
+        self._build_trunk(in_channels, (c1, c2), kernel)
         self.fc1 = nn.Linear(c2 * self.final_size**2, hidden)
         self.dropout = nn.Dropout(dropout)
         self.fc2 = nn.Linear(hidden, n_classes)
@@ -86,6 +92,7 @@ class JudgeCNN(ConvTrunk):
             "hidden": self.fc1.out_features,
             "n_classes": self.n_classes,
             "dropout": self.dropout.p,
+            "kernel": self.conv1.kernel_size[0],
         }
 
 

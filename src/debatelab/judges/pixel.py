@@ -27,7 +27,7 @@ from .pixel_fast import compact_pixels, sparse_pixel_forward
 from .train import TrainedJudge, cached_judge, fit_classifier, load_judge
 
 __all__ = [
-    "JUDGE_KINDS", "N_PIXELS", "SIDE", "DemoSparseConfig", "PixelJudge", "PixelMLPConfig", "pixel_judge_config", "PixelTrainConfig", "TrainedPixelJudge", "get_pixel_judge",
+    "JUDGE_KINDS", "N_PIXELS", "PAPER_BATCHES", "SIDE", "DemoSparseConfig", "PixelJudge", "PixelMLPConfig", "PixelPaperConfig", "pixel_judge_config", "PixelTrainConfig", "TrainedPixelJudge", "get_pixel_judge",
     "gradcam", "load_pixel_checkpoint", "make_pixel_model", "pixel_planes", "pixel_values",
     "random_nonzero_masks", "random_pixel_accuracy", "train_pixel_judge",
 ]  # fmt: skip
@@ -117,16 +117,65 @@ class PixelMLPConfig(PixelTrainConfig):
         return settings_key(f"mnist-pixelmlp{self.pixels}-s{self.seed}", self)
 
 
-#: The pixel judges a game can use: the paper's (K random nonzero pixels; a CNN, or the MLP
-#: recipe) or the demo's sparse classifier (about 10 % of all pixels).
-JUDGE_KINDS = ("nonzero", "sparse", "mlp")
-_JUDGE_CONFIGS = {"nonzero": PixelTrainConfig, "sparse": DemoSparseConfig, "mlp": PixelMLPConfig}
+#: Optimiser steps of the paper's judge training, by K: "30k (resp. 50k) batches of 128" for
+#: 6 (resp. 4) pixels (REFERENCE A, section 3.1); other K take the 6-pixel budget.
+PAPER_BATCHES = {6: 30_000, 4: 50_000}
+
+
+@dataclass
+class PixelPaperConfig(PixelTrainConfig):
+    """The 2018 paper's own judge recipe (REFERENCE A, section 3.1): the TensorFlow layers
+    tutorial's MNIST network (5x5 convolutions of 32 and 64 channels, a 1024-unit layer, dropout
+    0.4) on the same two input planes, Adam at a constant 1e-4, batches of 128, for 30,000
+    (K = 6) or 50,000 (K = 4) batches: 64 or 107 epochs of the 60,000 training images. Its 5x5
+    convolutions have no sparse path: games judge with the dense forward."""
+
+    family: ClassVar[str] = "pixel-paper"
+
+    epochs: int | None = None
+    """Passes over the training set (default: the paper's batches, ``PAPER_BATCHES``, rounded
+    up to whole epochs)."""
+    batch_size: int = 128
+    """Samples per optimiser step (the paper: 128)."""
+    lr: float = 1e-4
+    """Adam learning rate (the paper: 1e-4)."""
+    gamma: float = 1.0
+    """ExponentialLR decay per epoch (the paper: none, 1.0)."""
+    widths: tuple[int, int] = (32, 64)
+    """Conv widths (the tutorial's 32 and 64)."""
+    kernel: int = 5
+    """Conv kernel size (the tutorial's 5)."""
+    hidden: int = 1024
+    """Units of the dense layer (the tutorial's 1024)."""
+    dropout: float = 0.4
+    """Dropout before the output layer (the tutorial's 0.4)."""
+
+    def __post_init__(self):
+        if self.epochs is None:
+            images = min(self.train_limit or 60_000, 60_000)
+            batches = PAPER_BATCHES.get(self.pixels, PAPER_BATCHES[6])
+            self.epochs = -(-batches // -(-images // self.batch_size))
+        super().__post_init__()
+        if not 0 <= self.dropout < 1:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+
+    def key(self) -> str:
+        return settings_key(f"mnist-pixelpaper{self.pixels}-s{self.seed}", self)
+
+
+#: The pixel judges a game can use: the paper's task (K random nonzero pixels) learned by our
+#: small CNN (nonzero), by an MLP (mlp) or with the paper's own recipe (paper), or the demo's
+#: sparse classifier (about 10 % of all pixels).
+JUDGE_KINDS = ("nonzero", "sparse", "mlp", "paper")
+_JUDGE_CONFIGS = {"nonzero": PixelTrainConfig, "sparse": DemoSparseConfig, "mlp": PixelMLPConfig,
+                  "paper": PixelPaperConfig}  # fmt: skip
 
 
 def pixel_judge_config(kind: str, pixels: int, seed: int,
                        epochs: int | None = None) -> PixelTrainConfig:  # fmt: skip
     """The training config of the pixel judge ``kind`` for the ``pixels``-pixel game
-    (``epochs``: None keeps the kind's own, 10 for nonzero and sparse, 30 for mlp)."""
+    (``epochs``: None keeps the kind's own, 10 for nonzero and sparse, 30 for mlp, the paper's
+    64 or 107 for paper)."""
     if kind not in _JUDGE_CONFIGS:
         raise ValueError(f"judge must be one of {JUDGE_KINDS}, got {kind!r}")
     more = {} if epochs is None else {"epochs": epochs}
@@ -167,6 +216,9 @@ def random_nonzero_masks(
 def make_pixel_model(config: PixelTrainConfig) -> JudgeCNN | PixelMLP:
     if isinstance(config, PixelMLPConfig):
         return PixelMLP(in_channels=2, image_size=SIDE, hidden=config.hidden)
+    if isinstance(config, PixelPaperConfig):
+        return JudgeCNN(in_channels=2, widths=config.widths, image_size=SIDE,
+                        hidden=config.hidden, dropout=config.dropout, kernel=config.kernel)  # fmt: skip
     return JudgeCNN(in_channels=2, widths=config.widths, image_size=SIDE)
 
 
@@ -210,7 +262,7 @@ def load_pixel_checkpoint(path: str | os.PathLike) -> TrainedJudge:
     """Load a pixel-judge checkpoint (frozen; the paper's or the demo's sparse classifier);
     :class:`CacheError` when it is unreadable or holds another family."""
     judge = load_judge(path)
-    if judge.family not in ("pixel", "pixel-sparse", "pixel-mlp"):
+    if judge.family not in ("pixel", "pixel-sparse", "pixel-mlp", "pixel-paper"):
         raise CacheError(f"{path} holds a {judge.family} judge, not a pixel judge")
     for p in judge.model.parameters():
         p.requires_grad_(False)
