@@ -435,3 +435,30 @@ def test_catalog_edge_cases_ids_killed_sittings_torn_lines_and_interrupts(tmp_pa
     assert "<img" not in data["report_html"] and "&lt;img" in data["report_html"]
     assert "<table>" in data["report_html"]
     assert data["figure_problems"] and data["figure_problems"][0].startswith("table.csv")
+
+
+def test_the_catalog_reads_again_only_the_files_that_changed(tmp_path, monkeypatch):
+    """Each index request summarises every run; files unchanged since the last request are not
+    read again (a viewer over thousands of runs once re-read every log per request), and a
+    changed one is: the running run's new events show."""
+    from debatelab.report import catalog
+    from debatelab.report.runs import RunFolder
+
+    for name in ("a", "b", "c"):
+        with RunFolder(tmp_path / name, "demo", {"k": name}) as f:
+            f.finish({"v": 1.0})
+    running = RunFolder(tmp_path / "d", "demo", {"k": "d"})
+    reads = []
+    real = catalog.read_log
+    monkeypatch.setattr(catalog, "read_log", lambda path: reads.append(path) or real(path))
+    first = {r.label: r for r in catalog.find_runs([tmp_path])}
+    assert first["d"].status == "running" and len(reads) == 4
+    reads.clear()
+    again = {r.label: r for r in catalog.find_runs([tmp_path])}
+    assert reads == [] and {k: r.wall_time_s for k, r in again.items()} == {
+        k: r.wall_time_s for k, r in first.items()
+    }
+    running.finish({"v": 2.0})  # the running run's log and metrics change
+    after = {r.label: r for r in catalog.find_runs([tmp_path])}
+    assert [Path(p).resolve() for p in reads] == [(tmp_path / "d" / "log.jsonl").resolve()]
+    assert after["d"].status == "finished" and after["d"].metrics["v"] == 2.0

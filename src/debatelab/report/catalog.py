@@ -91,12 +91,40 @@ def flatten(record: dict, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def _read_json(path: Path) -> dict:
+#: What each file read last held, keyed by its path, with the (mtime, size) it had then: a
+#: viewer asked for the index again reads only the files that changed (a running run's log).
+_READ: dict[tuple[str, Path], tuple[tuple[int, int], Any]] = {}
+
+
+def _read_unless_unchanged(kind: str, path: Path, read):
+    try:
+        st = path.stat()
+    except OSError:
+        _READ.pop((kind, path), None)
+        return read(path)
+    stamp = (st.st_mtime_ns, st.st_size)
+    known = _READ.get((kind, path))
+    if known is not None and known[0] == stamp:
+        return known[1]
+    value = read(path)
+    _READ[(kind, path)] = (stamp, value)
+    return value
+
+
+def _parse_json(path: Path) -> dict:
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):  # absent, or being written: the next look reads it
         return {}
     return value if isinstance(value, dict) else {}
+
+
+def _read_json(path: Path) -> dict:
+    return _read_unless_unchanged("json", path, _parse_json)
+
+
+def _read_events(path: Path) -> list[dict]:
+    return _read_unless_unchanged("log", path, read_log)
 
 
 def run_id(label: str, path: Path) -> str:
@@ -160,7 +188,7 @@ def summarize(path: Path, label: str, now: float | None = None) -> RunSummary:
     metrics = {k: v for k, v in _read_json(path / "metrics.json").items()
                if isinstance(v, int | float | str | bool) or v is None}  # fmt: skip
     log_path = path / LOG_NAME
-    events = read_log(log_path)
+    events = _read_events(log_path)
     log_age = now - log_path.stat().st_mtime if log_path.is_file() else None
     command = str(config.get("command", manifest.get("command", "?"))).replace(" ", "-")
     starts = [e for e in events if e.get("event") == "sitting_started"]
