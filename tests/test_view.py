@@ -64,6 +64,10 @@ def runs(tmp_path_factory, data_root):
              "--out", str(folder / "bon")], env)  # fmt: skip
     _invoke([*JUDGES_TRAIN, "--out", str(folder / "judge-a")], env)
     _invoke([*JUDGES_TRAIN, "--rule", "sym", "--out", str(folder / "judge-b")], env)
+    for rollouts in (10, 30):  # two pixel debates that differ in the search budget only
+        _invoke(["pixels", "--pixels", "4", "--rollouts", str(rollouts), "--images", "0:24",
+                 "--judge-epochs", "1", "--examples", "0", "--quiet", "--out",
+                 str(folder / f"pixels-{rollouts}")], env)  # fmt: skip
     return {"root": root, "folder": folder, "pools": pools, "env": env}
 
 
@@ -128,6 +132,7 @@ def test_the_viewer_in_a_browser(browser, viewer, runs, tmp_path):
     a_heat_map_hover_shows_the_arrays_value(browser, viewer, runs)
     a_play_is_replayed_move_by_move(browser, viewer, runs)
     two_runs_compare_with_their_differing_settings_highlighted(browser, viewer)
+    runs_differing_in_one_number_draw_their_metrics_against_it(browser, viewer, runs)
     a_running_runs_page_follows_its_epochs(browser, viewer, runs)
     the_exported_folder_shows_the_same_figures_from_a_plain_static_server(browser, runs, tmp_path)
     every_metrics_key_is_documented(runs)
@@ -160,7 +165,9 @@ def index_lists_the_runs_and_a_worm_point_is_the_librarys_best_of_n(browser, vie
     assert sorted(rows) == sorted([["tiny-run", "run", "finished"],
                                    ["tiny-sweep", "sweep", "finished"], ["bon", "bon", "finished"],
                                    ["judge-a", "judges-train", "finished"],
-                                   ["judge-b", "judges-train", "finished"]])  # fmt: skip
+                                   ["judge-b", "judges-train", "finished"],
+                                   ["pixels-10", "pixels", "finished"],
+                                   ["pixels-30", "pixels", "finished"]])  # fmt: skip
     headline = page.locator("#runs tr", has_text="tiny-run").locator(".headline").text_content()
     metrics = json.loads((runs["folder"] / "tiny-run" / "metrics.json").read_text())
     assert f"gold_accuracy {metrics['gold_accuracy']:.5g}" in headline
@@ -256,6 +263,36 @@ def two_runs_compare_with_their_differing_settings_highlighted(browser, viewer):
     assert same.get_attribute("class") == "" and same.locator("td").nth(1).text_content() == "2"
     assert page.locator("#figures .compare-row").count() >= 1
     _shot(page, "view-compare.png")
+    p.close()
+
+
+def runs_differing_in_one_number_draw_their_metrics_against_it(browser, viewer, runs):
+    """Two pixel debates at 10 and 30 rollouts compared: one figure of their metrics against
+    rollouts, each point the run's metrics.json value (the headline shown, the rest in the
+    legend, standard errors as error bars); judge-a and judge-b differ in a word: no such figure."""
+    p = _Page(browser, viewer)
+    page = p.open("", "#runs tbody tr")
+    for label in ("pixels-30", "pixels-10"):
+        page.locator("#runs tr", has_text=label).locator("input[type=checkbox]").check()
+    page.locator("#compare").click()
+    page.wait_for_selector("#plot-setting-curves .main-svg")
+    traces = page.evaluate("() => document.getElementById('plot-setting-curves').data.map((t) => "
+                           "[t.name, t.x, t.y, t.visible, t.error_y ? t.error_y.array : null])")  # fmt: skip
+    by_name = {name: (x, y, visible, se) for name, x, y, visible, se in traces}
+    saved = [json.loads((runs["folder"] / f"pixels-{r}" / "metrics.json").read_text())
+             for r in (10, 30)]  # fmt: skip
+    x, y, visible, se = by_name["honest_win_rate_precommit"]
+    assert x == [10, 30] and y == [m["honest_win_rate_precommit"] for m in saved]
+    assert se == [m["honest_win_rate_precommit_se"] for m in saved]
+    assert set(by_name) == {k for k in saved[0] if isinstance(saved[0][k], int | float)
+                            and not k.endswith("_se") and k in saved[1]}  # fmt: skip
+    assert sum(v is True for _, _, v, _ in by_name.values()) >= 1
+    page.locator("#plot-setting-curves").scroll_into_view_if_needed()
+    _shot(page, "view-across-runs.png")
+    page = p.open(f"compare.html?ids={_run_id(page, 'judge-a')},{_run_id(page, 'judge-b')}",
+                  "#settings tr.differs")  # fmt: skip
+    page.wait_for_selector("#figures .compare-row")
+    assert page.locator("#plot-setting-curves").count() == 0
     p.close()
 
 

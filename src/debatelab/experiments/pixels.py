@@ -23,6 +23,7 @@ from ..data import load_raw
 from ..games.agents import MCTSAgent, MCTSConfig, PolicyAgent, greedy_agent, random_agent
 from ..games.learned import LearnedAgent
 from ..games.pixels import PixelRules, image_honest_wins, liar_games, play
+from ..judges.columns import standard_error
 from ..judges.pixel import (
     PixelJudge,
     PixelTrainConfig,
@@ -193,13 +194,18 @@ def _play_chunk(piece) -> tuple[list[dict], int]:
     return rows, judge.evaluations - before
 
 
-def image_win_rate(rows: list[dict]) -> float:
-    """Fraction of images whose honest player beat every liar it faced."""
+def image_wins(rows: list[dict]) -> np.ndarray:
+    """Per image (in image order): 1 where the honest player beat every liar it faced."""
     images = sorted({r["image"] for r in rows})
     index = {img: k for k, img in enumerate(images)}
     wins = torch.tensor([float(r["honest_win"]) for r in rows])
     image_of = np.array([index[r["image"]] for r in rows])
-    return float(image_honest_wins(wins, image_of, len(images)).mean())
+    return np.asarray(image_honest_wins(wins, image_of, len(images)), dtype=np.float64)
+
+
+def image_win_rate(rows: list[dict]) -> float:
+    """Fraction of images whose honest player beat every liar it faced."""
+    return float(image_wins(rows).mean())
 
 
 def run(cfg: PixelExperimentConfig, folder: RunFolder) -> dict:
@@ -241,12 +247,14 @@ def run_pixels(
         "judge_accuracy": acc_all,
         "judge_accuracy_images": acc_images,
         "honest_win_rate_precommit": image_win_rate(rows),
+        "honest_win_rate_precommit_se": standard_error(image_wins(rows)),
         "honest_game_win_rate_precommit": float(np.mean([r["honest_win"] for r in rows])),
     }
     if cfg.no_precommit:
         rows_np = play_protocol(cfg, judge, images, labels, indices, False, chunks, progress,
                                 debaters)  # fmt: skip
         metrics["honest_win_rate_no_precommit"] = image_win_rate(rows_np)
+        metrics["honest_win_rate_no_precommit_se"] = standard_error(image_wins(rows_np))
         rows += rows_np
     metrics.update({
         "n_images": len(images), "image_range": [indices.start, indices.stop],

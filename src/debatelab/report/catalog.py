@@ -34,6 +34,7 @@ HEADLINES = {
             "debate4_selection_accuracy"),
     "sweep": ("best_debate2_selection_accuracy", "best_debate4_selection_accuracy",
               "best_consultancy_confidence_selection_accuracy", "n_images"),
+    "pixels": ("honest_win_rate_precommit", "honest_win_rate_no_precommit", "judge_accuracy"),
     "pools-generate": ("n_questions", "main_proposal_accuracy", "control_proposal_accuracy",
                        "cost_usd"),
 }  # fmt: skip

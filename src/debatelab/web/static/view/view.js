@@ -315,6 +315,35 @@ function runPage() {
 
 // ------------------------------------------------------------------ compare page
 
+// When the compared runs differ in one numeric setting only (rollouts, pixels, epochs, ...),
+// their common metrics against it: one curve across runs. Headline metrics shown, the rest in
+// the legend; error bars where the runs recorded a standard error.
+function settingCurves(runs) {
+  const keys = [...new Set(runs.flatMap((r) => Object.keys(r.settings)))];
+  const differing = keys.filter((k) => new Set(runs.map((r) => JSON.stringify(r.settings[k]))).size > 1);
+  if (runs.length < 2 || differing.length !== 1) return null;
+  const key = differing[0];
+  if (!runs.every((r) => typeof r.settings[key] === "number")) return null;
+  const sorted = [...runs].sort((a, b) => a.settings[key] - b.settings[key]);
+  const common = metricKeys(sorted[0].metrics).filter((k) =>
+    sorted.every((r) => typeof r.metrics[k] === "number"));
+  if (!common.length) return null;
+  const xs = sorted.map((r) => r.settings[key]);
+  const headline = new Set(Object.keys(sorted[0].headline || {}));
+  const data = common.map((k) => {
+    const trace = { x: xs, y: sorted.map((r) => r.metrics[k]), name: k, mode: "lines+markers",
+                    type: "scatter", visible: headline.size && !headline.has(k) ? "legendonly" : true };
+    if (sorted.every((r) => typeof r.metrics[k + "_se"] === "number")) {
+      trace.error_y = { type: "data", array: sorted.map((r) => r.metrics[k + "_se"]), visible: true };
+    }
+    return trace;
+  });
+  const logX = xs[0] > 0 && xs[xs.length - 1] / xs[0] >= 10;
+  return { id: "setting-curves", title: "Metrics against " + key,
+           figure: { data, layout: { xaxis: { title: { text: key }, type: logX ? "log" : "linear" },
+                                     yaxis: { title: { text: "value" } }, legend: { orientation: "h", y: 1.12 } } } };
+}
+
 function comparePage() {
   const ids = (param("ids") || "").split(",").filter(Boolean);
   Promise.all(ids.map((id) => loadRun(id, false))).catch(() => {
@@ -338,6 +367,12 @@ function comparePage() {
       ...mkeys.map((k) => el("tr", { "data-key": k }, el("td", { text: k }),
         ...runs.map((r) => el("td", { class: "num", text: k in r.metrics ? withSe(r.metrics, k) : "" })))));
     const figures = document.getElementById("figures");
+    const across = settingCurves(runs);
+    if (across) {
+      const cell = el("div", { id: "across" });
+      figures.append(el("h3", { text: across.title }), cell);
+      plot(cell, across);
+    }
     const figIds = [...new Set(runs.flatMap((r) => r.figures.map((f) => f.id)))];
     for (const fid of figIds) {
       const row = el("div", { class: "compare-row" });
