@@ -61,9 +61,11 @@ def test_run_reproduces_the_published_mnist_setup(tmp_path, data_root):
     MNIST judges with the published recipe and computes every column on its default 5,000
     evenly spaced test images (0:10000:2).
 
-    Tolerances: every column within 1.5 points of the published full-set row or within two of
-    its standard errors over images; gold >= 98.8 % (published 99.24); perfect within 1.5
-    points of gold; ensemble >= 90 % (published 93.53)."""
+    Tolerances: every column within 1.0 point of the published full-set row or within two of
+    its standard errors over images (1.5 points before the judges trained with batch 128: the
+    recorded run, docs/records/run-mnist, is at most 0.44 points off; judges retrained on
+    another CPU of this kind moved columns by up to 0.23); gold >= 98.8 % (published 99.24);
+    perfect within 1.5 points of gold; ensemble >= 90 % (published 93.53)."""
     out = tmp_path / "run"
     env = {
         **os.environ,
@@ -93,7 +95,7 @@ def test_run_reproduces_the_published_mnist_setup(tmp_path, data_root):
     published = published_setup("mnist")
     for column, key in SETUP_KEYS.items():
         gap = abs(100 * metrics[key] - published[column])
-        assert gap <= max(1.5, 2 * 100 * metrics[f"{key}_se"]), (column, metrics[key])
+        assert gap <= max(1.0, 2 * 100 * metrics[f"{key}_se"]), (column, metrics[key])
     assert metrics["debate4_selection_accuracy"] > metrics["consultancy_selection_accuracy"]
     assert (out / "report.md").read_text().count("|") > 10
 
