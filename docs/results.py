@@ -150,16 +150,24 @@ def d1_protocols(page: Path) -> str:
 
 
 def _study_rows(page: Path, columns_of) -> tuple[list, list[str]]:
-    """Per dataset variant recorded as ``docs/records/study-<variant>``: (name, published row,
-    our row) for :func:`debatelab.report.tables.paired_table`, and the record links."""
+    """Per dataset variant recorded as ``docs/records/study-<variant>`` (``--record
+    STUDY_FOLDER/<variant> study-<variant>``): (name, published row, our row) for
+    :func:`debatelab.report.tables.paired_table`, and the record links."""
     sys.path.insert(0, str(REPO / "src"))
-    from debatelab.data.variants import get_variant, variant_names
+    from debatelab.data.variants import BUILTIN_VARIANTS, get_variant
 
     rows, links = [], []
-    for variant in variant_names():
+    for variant in BUILTIN_VARIANTS:
         if not (RUNS / f"study-{variant}" / "metrics.json").is_file():
             continue
-        published, ours = columns_of(get_variant(variant), metrics(f"study-{variant}"))
+        m = metrics(f"study-{variant}")
+        prefix = f"{variant}/"  # the study's own folder keys its variants' metrics
+        m = {k.removeprefix(prefix): v for k, v in m.items()}
+        if m.get("n_images") != 10_000 or m.get("curves_n_images") != 10_000:
+            raise SystemExit(f"docs/records/study-{variant}: {m.get('n_images')} images and "
+                             f"{m.get('curves_n_images')} for the curves; these tables are of "
+                             "the full 10,000-image test sets")  # fmt: skip
+        published, ours = columns_of(get_variant(variant), m)
         rows.append((variant, published, ours))
         links.append(_link(RUNS / f"study-{variant}" / "metrics.json", page, variant))
     return rows, links
@@ -173,8 +181,17 @@ def study_setup(page: Path) -> str:
 
     rows, links = _study_rows(page, lambda declared, m: (
         declared.published_setup, [100 * m[SETUP_KEYS[c]] for c in SETUP_COLUMNS]))  # fmt: skip
-    table = paired_table(list(SETUP_COLUMNS), rows)
-    return f"{table}\n\n(Records: {', '.join(links)}.)\n"
+    return _study_table(paired_table(list(SETUP_COLUMNS), rows), rows, links)
+
+
+def _study_table(table: str, rows: list, links: list[str]) -> str:
+    from debatelab.data.variants import BUILTIN_VARIANTS
+
+    pending = [v for v in BUILTIN_VARIANTS if v not in {r[0] for r in rows}]
+    if not rows:
+        return f"(No variant recorded yet: {', '.join(pending)}.)\n"
+    later = f" Not yet re-run: {', '.join(pending)}." if pending else ""
+    return f"{table}\n\n(Records: {', '.join(links)}.{later})\n"
 
 
 def study_best(page: Path) -> str:
@@ -186,7 +203,7 @@ def study_best(page: Path) -> str:
     rows, links = _study_rows(page, lambda declared, m: (declared.published_best,
                                                          best_values(m)))  # fmt: skip
     table = paired_table(list(BEST_COLUMNS), rows, label="this study, full test set")
-    return f"{table}\n\n(Records: {', '.join(links)}.)\n"
+    return _study_table(table, rows, links)
 
 
 def judge_seeds(page: Path) -> str:

@@ -145,3 +145,19 @@ def test_a_setting_added_since_reads_as_its_default(tmp_path):
     RunFolder(tmp_path / "r", "sweep", SweepConfig(images="0:5"))
     with pytest.raises(RunFolderMismatch, match=r"mc_draws \(--mc-draws\): 10 there, 3 now"):
         RunFolder(tmp_path / "r", "sweep", SweepConfig(images="0:5", mc_draws=3))
+
+
+def test_a_folder_from_before_the_batch_size_setting_ran_with_256(tmp_path):
+    """The judges' batch size became a setting when its default went from 256 to 128: a folder
+    made before it (its config has no batch_size) ran with 256, so it resumes with
+    --batch-size 256 and is refused, with both values named, under today's default."""
+    from debatelab.experiments.sweep_report import SweepConfig
+
+    RunFolder(tmp_path / "r", "sweep", SweepConfig(images="0:5"))
+    (tmp_path / "r" / "chunks").mkdir()
+    config = json.loads((tmp_path / "r" / "config.json").read_text())
+    del config["batch_size"]
+    (tmp_path / "r" / "config.json").write_text(json.dumps(config))
+    with pytest.raises(RunFolderMismatch, match=r"batch_size \(--batch-size\): 256 there, 128 now"):
+        RunFolder(tmp_path / "r", "sweep", SweepConfig(images="0:5"))
+    RunFolder(tmp_path / "r", "sweep", SweepConfig(images="0:5", batch_size=256))

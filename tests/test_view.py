@@ -285,8 +285,11 @@ def runs_differing_in_one_number_draw_their_metrics_against_it(browser, viewer, 
     assert x == [10, 30] and y == [m["honest_win_rate_precommit"] for m in saved]
     assert se == [m["honest_win_rate_precommit_se"] for m in saved]
     assert set(by_name) == {k for k in saved[0] if isinstance(saved[0][k], int | float)
-                            and not k.endswith("_se") and k in saved[1]}  # fmt: skip
-    assert sum(v is True for _, _, v, _ in by_name.values()) >= 1
+                            and not k.endswith("_se") and k in saved[1] and k != "rollouts"}  # fmt: skip
+    from debatelab.report.catalog import HEADLINES
+
+    shown = {name for name, (_, _, visible, _) in by_name.items() if visible is True}
+    assert shown == set(HEADLINES["pixels"])
     page.locator("#plot-setting-curves").scroll_into_view_if_needed()
     _shot(page, "view-across-runs.png")
     page = p.open(f"compare.html?ids={_run_id(page, 'judge-a')},{_run_id(page, 'judge-b')}",

@@ -8,7 +8,9 @@ values a command line gives.
 Field metadata (``dataclasses.field(metadata=...)``) refines the command line only:
 ``flag`` (the option's declaration, e.g. ``"--dataset"`` or ``"--x/--no-x"``), ``argument``
 (a positional argument), ``min`` / ``max`` (a range for numbers), ``cli=False`` (not an
-option). ``compare=False`` on a field marks a setting that does not change results (workers,
+option); ``before`` is the value a run folder made before the setting existed ran with, when
+that is not today's default (the judges' batch size was 256 before it became a setting).
+``compare=False`` on a field marks a setting that does not change results (workers,
 threads): a run folder resumes across a change of it.
 """
 

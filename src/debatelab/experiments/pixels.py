@@ -72,13 +72,13 @@ class PixelExperimentConfig:
     judge: Literal["nonzero", "sparse", "mlp", "paper"] = "nonzero"
     """The frozen judge: the paper's task (K random nonzero pixels) learned by a small CNN in
     10 epochs (nonzero), by an MLP in 30 (mlp), or with the paper's own network and schedule
-    (paper: 64 or 107 epochs, dense forward only), or the demo's sparse classifier (about 10 %
-    of all pixels visible)."""
+    (paper: 30,000 batches, 64 epochs, at K = 6 and other K, 50,000 at K = 4, 107 epochs;
+    dense forward only), or the demo's sparse classifier (about 10 % of all pixels visible)."""
     judge_seed: int | None = None
     """Seed of the judge's training (default: the same as --seed)."""
     judge_epochs: int | None = field(default=None, metadata={"min": 1})
-    """Training epochs of the judge (default: the judge's own, 10; 30 for mlp; 64 or 107 for
-    paper)."""
+    """Training epochs of the judge (default: the judge's own, 10; 30 for mlp; 64 at K = 6
+    and 107 at K = 4 for paper)."""
     seed: int = 0
     """Seed of the agents' random choices (tie-breaks, playouts; one stream per chunk), and of
     the judge's training unless --judge-seed is given."""

@@ -37,7 +37,7 @@ class JudgeSetupConfig:
     """Seed of both judges' training."""
     epochs: int = field(default=10, metadata={"min": 1})
     """Training epochs of both judges (published: 10)."""
-    batch_size: int = field(default=TrainConfig.batch_size, metadata={"min": 1})
+    batch_size: int = field(default=TrainConfig.batch_size, metadata={"min": 1, "before": 256})
     """Images per training step of both judges (128 reproduces the published judges; 256 is
     the frozen-judge notebook's written setting and trains weaker ones)."""
     grid: int = field(default=6, metadata={"choices": (1, 2, 3, 6, 9, 18)})

@@ -11,7 +11,7 @@ import torch
 
 from ..data import load_raw, load_variant
 from ..geometry import pixel_values
-from ..judges import get_judge
+from ..judges import TrainConfig, get_judge
 from ..judges.pixel import PixelJudge, get_pixel_judge, pixel_judge_config, random_pixel_accuracy
 from ..report.runs import RunFolder
 from .setup import JudgeSetupConfig, monte_carlo_accuracy
@@ -43,12 +43,18 @@ class TrainJudgesConfig(JudgeSetupConfig):
     epochs: int | None = field(default=None, metadata={"min": 1})
     """Training epochs (default: 10, as published; 30 for pixel-mlp; the paper's 30,000 or
     50,000 batches for pixel-paper)."""
+    batch_size: int | None = field(default=None, metadata={"min": 1, "before": 256})
+    """Images per training step (default: 128 for the cell judges, which reproduces the
+    published ones; the pixel judge's own, 256, or 128 for pixel-paper)."""
     retrain: bool = field(default=False, compare=False)
     """Ignore the cache and train again."""
 
     def judge_config(self, kind: str):
-        """A cell judge's training config (``epochs`` None: the published 10)."""
-        return JudgeSetupConfig.judge_config(replace(self, epochs=self.epochs or 10), kind)
+        """A cell judge's training config (``epochs`` None: the published 10; ``batch_size``
+        None: 128)."""
+        filled = replace(self, epochs=self.epochs or 10,
+                         batch_size=self.batch_size or TrainConfig.batch_size)  # fmt: skip
+        return JudgeSetupConfig.judge_config(filled, kind)
 
 
 def run(config: TrainJudgesConfig, folder: RunFolder) -> dict:
@@ -73,7 +79,7 @@ def run(config: TrainJudgesConfig, folder: RunFolder) -> dict:
 
 def _train_pixel(config: TrainJudgesConfig, folder: RunFolder) -> dict:
     kind = PIXEL_KINDS[config.kind]
-    cfg = pixel_judge_config(kind, config.pixels, config.seed, config.epochs)
+    cfg = pixel_judge_config(kind, config.pixels, config.seed, config.epochs, config.batch_size)
     trained = get_pixel_judge(cfg, folder.data_dir, folder.cache_dir, folder.progress,
                               config.retrain)  # fmt: skip
     images, labels = load_raw("mnist", "test", folder.data_dir)

@@ -85,15 +85,17 @@ class JudgeCNN(ConvTrunk):
 
     def config(self) -> dict:
         """The constructor arguments, stored in checkpoints."""
-        return {
+        config = {
             "in_channels": self.in_channels,
             "widths": list(self.widths),
             "image_size": self.image_size,
             "hidden": self.fc1.out_features,
             "n_classes": self.n_classes,
             "dropout": self.dropout.p,
-            "kernel": self.conv1.kernel_size[0],
         }
+        if self.conv1.kernel_size[0] != 3:  # 3x3 checkpoints stay readable by older versions
+            config["kernel"] = self.conv1.kernel_size[0]
+        return config
 
 
 class ClaimJudgeCNN(ConvTrunk):

@@ -134,7 +134,8 @@ class PixelPaperConfig(PixelTrainConfig):
 
     epochs: int | None = None
     """Passes over the training set (default: the paper's batches, ``PAPER_BATCHES``, rounded
-    up to whole epochs)."""
+    up to whole epochs of the training images: 64 or 107 on all 60,000, more with a
+    ``train_limit``)."""
     batch_size: int = 128
     """Samples per optimiser step (the paper: 128)."""
     lr: float = 1e-4
@@ -151,6 +152,8 @@ class PixelPaperConfig(PixelTrainConfig):
     """Dropout before the output layer (the tutorial's 0.4)."""
 
     def __post_init__(self):
+        if self.batch_size < 1:
+            raise ValueError("epochs and batch_size must be >= 1")
         if self.epochs is None:
             images = min(self.train_limit or 60_000, 60_000)
             batches = PAPER_BATCHES.get(self.pixels, PAPER_BATCHES[6])
@@ -171,14 +174,16 @@ _JUDGE_CONFIGS = {"nonzero": PixelTrainConfig, "sparse": DemoSparseConfig, "mlp"
                   "paper": PixelPaperConfig}  # fmt: skip
 
 
-def pixel_judge_config(kind: str, pixels: int, seed: int,
-                       epochs: int | None = None) -> PixelTrainConfig:  # fmt: skip
+def pixel_judge_config(kind: str, pixels: int, seed: int, epochs: int | None = None,
+                       batch_size: int | None = None) -> PixelTrainConfig:  # fmt: skip
     """The training config of the pixel judge ``kind`` for the ``pixels``-pixel game
     (``epochs``: None keeps the kind's own, 10 for nonzero and sparse, 30 for mlp, the paper's
-    64 or 107 for paper)."""
+    64 or 107 for paper; ``batch_size``: None keeps the kind's own)."""
     if kind not in _JUDGE_CONFIGS:
         raise ValueError(f"judge must be one of {JUDGE_KINDS}, got {kind!r}")
     more = {} if epochs is None else {"epochs": epochs}
+    if batch_size is not None:
+        more["batch_size"] = batch_size
     return _JUDGE_CONFIGS[kind](pixels=pixels, seed=seed, **more)
 
 

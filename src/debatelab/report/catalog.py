@@ -16,7 +16,7 @@ import hashlib
 import json
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -92,40 +92,12 @@ def flatten(record: dict, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-#: What each file read last held, keyed by its path, with the (mtime, size) it had then: a
-#: viewer asked for the index again reads only the files that changed (a running run's log).
-_READ: dict[tuple[str, Path], tuple[tuple[int, int], Any]] = {}
-
-
-def _read_unless_unchanged(kind: str, path: Path, read):
-    try:
-        st = path.stat()
-    except OSError:
-        _READ.pop((kind, path), None)
-        return read(path)
-    stamp = (st.st_mtime_ns, st.st_size)
-    known = _READ.get((kind, path))
-    if known is not None and known[0] == stamp:
-        return known[1]
-    value = read(path)
-    _READ[(kind, path)] = (stamp, value)
-    return value
-
-
-def _parse_json(path: Path) -> dict:
+def _read_json(path: Path) -> dict:
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):  # absent, or being written: the next look reads it
         return {}
     return value if isinstance(value, dict) else {}
-
-
-def _read_json(path: Path) -> dict:
-    return _read_unless_unchanged("json", path, _parse_json)
-
-
-def _read_events(path: Path) -> list[dict]:
-    return _read_unless_unchanged("log", path, read_log)
 
 
 def run_id(label: str, path: Path) -> str:
@@ -135,9 +107,12 @@ def run_id(label: str, path: Path) -> str:
     return f"{slug}-{hashlib.sha1(str(Path(path).resolve()).encode()).hexdigest()[:8]}"
 
 
+#: The log events that open or close a sitting.
+SITTING_MARKS = ("sitting_started", "sitting_finished", "error")
+
+
 def _status(events: list[dict], finished: bool, log_age: float | None) -> str:
-    last = [e for e in events if e.get("event") in ("sitting_started", "sitting_finished",
-                                                     "error")]  # fmt: skip
+    last = [e for e in events if e.get("event") in SITTING_MARKS]
     if not last:  # a run from before the log existed, or one that never opened it
         return "finished" if finished else "stopped"
     if last[-1]["event"] == "sitting_finished":
@@ -180,27 +155,58 @@ def headline(command: str, metrics: dict) -> dict[str, Any]:
     return {k: metrics[k] for k in keys}
 
 
-def summarize(path: Path, label: str, now: float | None = None) -> RunSummary:
-    """The summary of the run folder ``path`` (it holds a ``config.json``)."""
-    now = time.time() if now is None else now
-    path = Path(path)
+#: The files a run's summary is made from.
+SUMMARY_FILES = ("config.json", "manifest.json", "metrics.json", LOG_NAME)
+#: Per run folder: its files' (mtime, size, inode) when last summarised, that summary and its
+#: log's last sitting event; asked again, the catalog reads only the runs whose files changed
+#: (a running run's log), not every log of every run.
+_SUMMARIES: dict[Path, tuple[tuple, RunSummary, dict | None]] = {}
+
+
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size, st.st_ino
+
+
+def _summarize(path: Path, label: str) -> tuple[RunSummary, dict | None]:
     config = _read_json(path / "config.json")
     manifest = _read_json(path / "manifest.json")
     metrics = {k: v for k, v in _read_json(path / "metrics.json").items()
                if isinstance(v, int | float | str | bool) or v is None}  # fmt: skip
-    log_path = path / LOG_NAME
-    events = _read_events(log_path)
-    log_age = now - log_path.stat().st_mtime if log_path.is_file() else None
+    events = read_log(path / LOG_NAME)
     command = str(config.get("command", manifest.get("command", "?"))).replace(" ", "-")
     starts = [e for e in events if e.get("event") == "sitting_started"]
-    return RunSummary(
+    sittings = [e for e in events if e.get("event") in SITTING_MARKS]
+    summary = RunSummary(
         id=run_id(label, path), path=path, label=label, command=command,
-        settings=flatten({k: v for k, v in config.items() if k != "command"}),
-        status=_status(events, bool(manifest), log_age),
+        settings=flatten({k: v for k, v in config.items() if k != "command"}), status="",
         started_at=starts[0]["time"] if starts else manifest.get("started_at"),
         wall_time_s=_wall_time(events, manifest), sittings=len(starts),
         metrics=metrics, headline=headline(command, metrics), manifest=manifest,
     )  # fmt: skip
+    return summary, (sittings[-1] if sittings else None)
+
+
+def summarize(path: Path, label: str, now: float | None = None) -> RunSummary:
+    """The summary of the run folder ``path`` (it holds a ``config.json``); its files are read
+    again only when they changed since the last summary of the same folder."""
+    now = time.time() if now is None else now
+    path = Path(path)
+    stamps = tuple(_stamp(path / name) for name in SUMMARY_FILES)
+    known = _SUMMARIES.get(path)
+    if known is None or known[0] != stamps or known[1].label != label:
+        known = (stamps, *_summarize(path, label))
+        _SUMMARIES[path] = known
+    _, summary, last = known
+    log = stamps[SUMMARY_FILES.index(LOG_NAME)]
+    log_age = None if log is None else now - log[0] / 1e9
+    # a copy: callers may change what they are given without changing the next request's
+    return replace(summary, settings=dict(summary.settings), metrics=dict(summary.metrics),
+                   headline=dict(summary.headline), manifest=dict(summary.manifest),
+                   status=_status([last] if last else [], bool(summary.manifest), log_age))  # fmt: skip
 
 
 def find_runs(folders: list[Path], now: float | None = None) -> list[RunSummary]:
@@ -215,6 +221,10 @@ def find_runs(folders: list[Path], now: float | None = None) -> list[RunSummary]
         base = root.parent if (root / "config.json").is_file() else root
         _walk(root, base, 0, found)
     runs = [summarize(p, label, now) for p, (label, _) in found.items()]
+    roots = [Path(root).resolve() for root in folders]
+    for gone in [p for p in _SUMMARIES if p not in found
+                 and any(p.is_relative_to(r) for r in roots)]:  # fmt: skip
+        del _SUMMARIES[gone]  # a run folder deleted, or moved out of view
     ids = {r.path: r.id for r in runs}
     for r in runs:
         parent = next((ids[p] for p in r.path.parents if p in ids), None)

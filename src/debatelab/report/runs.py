@@ -171,8 +171,8 @@ class RunFolder:
         if is_dataclass(config):  # name each setting as the command line spells it
             for f in config_fields(type(config)):
                 options[".".join(f.path)] = option_label(f)
-                defaults[".".join(f.path)] = _plain(f.default)
-        # a setting a folder's config lacks was added since: that run had its default
+                defaults[".".join(f.path)] = _plain(f.metadata.get("before", f.default))
+        # a setting a folder's config lacks was added since: that run had its default then
         diff = [f"{options.get(k, k)}: {old.get(k, defaults.get(k, '(unset)'))!r} there, "
                 f"{new[k]!r} now" for k in sorted(new)
                 if old.get(k, defaults.get(k, "(unset)")) != new[k]]  # fmt: skip

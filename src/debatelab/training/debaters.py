@@ -96,10 +96,11 @@ class DebaterTrainConfig:
         PixelRules(self.pixels, self.first)  # validates pixels and first
         if self.judge not in JUDGE_KINDS:
             raise ValueError(f"judge must be one of {JUDGE_KINDS}, got {self.judge!r}")
-        if self.judge not in ("nonzero", "sparse"):  # the warm-up needs conv maps
+        if self.judge not in ("nonzero", "sparse"):
             raise ValueError(
-                f"the learned debaters' warm-up imitates the judge's Grad-CAM maps, which only "
-                f"the CNN judges have; use --judge nonzero or sparse, not {self.judge!r}"
+                "the learned debaters are trained against the 10-epoch CNN judges only (their "
+                "warm-up imitates the judge's Grad-CAM maps, which the MLP has not; the paper "
+                f"recipe's judge is not wired in); use --judge nonzero or sparse, not {self.judge!r}"
             )
         if self.batch_size * self.plays < 2:
             raise ValueError("a step needs two or more plays (each play's baseline is the others')")

@@ -325,13 +325,16 @@ function settingCurves(runs) {
   const key = differing[0];
   if (!runs.every((r) => typeof r.settings[key] === "number")) return null;
   const sorted = [...runs].sort((a, b) => a.settings[key] - b.settings[key]);
-  const common = metricKeys(sorted[0].metrics).filter((k) =>
+  // a metric that repeats the setting itself (pixels records its rollouts) is no curve
+  const common = metricKeys(sorted[0].metrics).filter((k) => k !== key &&
     sorted.every((r) => typeof r.metrics[k] === "number"));
   if (!common.length) return null;
   const xs = sorted.map((r) => r.settings[key]);
   const headline = new Set(Object.keys(sorted[0].headline || {}));
   const data = common.map((k) => {
-    const trace = { x: xs, y: sorted.map((r) => r.metrics[k]), name: k, mode: "lines+markers",
+    // seeds are labels, not a scale: points, no line between them
+    const trace = { x: xs, y: sorted.map((r) => r.metrics[k]), name: k,
+                    mode: /seed$/.test(key) ? "markers" : "lines+markers",
                     type: "scatter", visible: headline.size && !headline.has(k) ? "legendonly" : true };
     if (sorted.every((r) => typeof r.metrics[k + "_se"] === "number")) {
       trace.error_y = { type: "data", array: sorted.map((r) => r.metrics[k + "_se"]), visible: true };
