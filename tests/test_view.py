@@ -248,13 +248,19 @@ def a_play_is_replayed_move_by_move(browser, viewer, runs):
     p.close()
 
 
-def two_runs_compare_with_their_differing_settings_highlighted(browser, viewer):
-    p = _Page(browser, viewer)
+def _compare(p: _Page, labels, ready: str):
+    """Tick the runs ``labels`` in the index, press Compare selected, wait for ``ready``."""
     page = p.open("", "#runs tbody tr")
-    for label in ("judge-a", "judge-b"):
+    for label in labels:
         page.locator("#runs tr", has_text=label).locator("input[type=checkbox]").check()
     page.locator("#compare").click()
-    page.wait_for_selector("#settings tr.differs")
+    page.wait_for_selector(ready)
+    return page
+
+
+def two_runs_compare_with_their_differing_settings_highlighted(browser, viewer):
+    p = _Page(browser, viewer)
+    page = _compare(p, ("judge-a", "judge-b"), "#settings tr.differs")
     differs = page.evaluate("() => [...document.querySelectorAll('#settings tr.differs')]"
                             ".map((r) => [r.dataset.key, ...[...r.cells].slice(1).map((c) => "
                             "c.textContent)])")  # fmt: skip
@@ -271,11 +277,7 @@ def runs_differing_in_one_number_draw_their_metrics_against_it(browser, viewer, 
     rollouts, each point the run's metrics.json value (the headline shown, the rest in the
     legend, standard errors as error bars); judge-a and judge-b differ in a word: no such figure."""
     p = _Page(browser, viewer)
-    page = p.open("", "#runs tbody tr")
-    for label in ("pixels-30", "pixels-10"):
-        page.locator("#runs tr", has_text=label).locator("input[type=checkbox]").check()
-    page.locator("#compare").click()
-    page.wait_for_selector("#plot-setting-curves .main-svg")
+    page = _compare(p, ("pixels-30", "pixels-10"), "#plot-setting-curves .main-svg")
     traces = page.evaluate("() => document.getElementById('plot-setting-curves').data.map((t) => "
                            "[t.name, t.x, t.y, t.visible, t.error_y ? t.error_y.array : null])")  # fmt: skip
     by_name = {name: (x, y, visible, se) for name, x, y, visible, se in traces}
