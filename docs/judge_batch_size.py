@@ -1,5 +1,5 @@
 """Issue 42's first candidate: the frozen judges' batch size (the published notebooks other than
-the frozen-judge one use 128; our recipe, and the frozen-judge notebook as published, 256).
+the frozen-judge one use 128, as debatelab now does; the frozen-judge notebook as published, 256).
 
     python docs/judge_batch_size.py VARIANT BATCH [--seed S] [--append docs/measurements/judge-batch-size.csv]
 
@@ -12,7 +12,6 @@ accuracy as `debatelab train` measures it (gold on the full test set; sparse on 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import subprocess
 from pathlib import Path
 
@@ -30,12 +29,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0, help="judge seed (default 0)")
     parser.add_argument("--append", type=Path, help="add the row to this CSV")
     args = parser.parse_args()
-    config = TrainJudgesConfig(variant=args.variant, kind="both", epochs=10, seed=args.seed)
+    config = TrainJudgesConfig(variant=args.variant, kind="both", epochs=10, seed=args.seed,
+                               batch_size=args.batch)  # fmt: skip
     data = load_variant(args.variant, data_root())
     accuracy = {}
     for kind in ("gold", "sparse"):
-        trained = dataclasses.replace(config.judge_config(kind), batch_size=args.batch)
-        judge = get_judge(trained, data, cache_dir(), False)
+        judge = get_judge(config.judge_config(kind), data, cache_dir(), False)
         accuracy[kind] = 100 * monte_carlo_accuracy(judge, data, config)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()  # fmt: skip
