@@ -12,8 +12,9 @@ accuracy as `debatelab train` measures it (gold on the full test set; sparse on 
 from __future__ import annotations
 
 import argparse
-import subprocess
 from pathlib import Path
+
+from measured import report_row
 
 from debatelab.data import load_variant
 from debatelab.experiments.setup import monte_carlo_accuracy
@@ -36,13 +37,8 @@ def main() -> None:
     for kind in ("gold", "sparse"):
         judge = get_judge(config.judge_config(kind), data, cache_dir(), False)
         accuracy[kind] = 100 * monte_carlo_accuracy(judge, data, config)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()  # fmt: skip
-    row = f"{args.variant},{args.batch},{args.seed},{accuracy['gold']:.2f},{accuracy['sparse']:.2f},{commit}"
-    print(row)
-    if args.append:
-        with open(args.append, "a", encoding="utf-8") as fh:
-            fh.write(row + "\n")
+    report_row([args.variant, str(args.batch), str(args.seed), f"{accuracy['gold']:.2f}",
+                f"{accuracy['sparse']:.2f}"], args.append)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -18,10 +18,10 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib
-import subprocess
 from pathlib import Path
 
 import torch
+from measured import report_row
 
 from debatelab.data import load_variant
 from debatelab.experiments.train import TrainJudgesConfig
@@ -77,17 +77,10 @@ def main() -> None:
             cells[f"{kind}_changed_pct"] = f"{100 * (half != full).float().mean():.3f}"
             full = half
         cells[f"{kind}_pct"] = f"{100 * (full == labels).float().mean():.2f}"
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()  # fmt: skip
-    row = ",".join([args.variant, args.candidate, str(config.judge_config("gold").batch_size),
-                    str(args.seed), cells["gold_pct"], cells["sparse_pct"],
-                    cells.get("gold_changed_pct", ""), cells.get("sparse_changed_pct", ""),
-                    commit])  # fmt: skip
-    print(HEADER + "\n" + row)
-    if args.append:
-        new = not args.append.exists()
-        with open(args.append, "a", encoding="utf-8") as fh:
-            fh.write((HEADER + "\n" if new else "") + row + "\n")
+    report_row([args.variant, args.candidate, str(config.judge_config("gold").batch_size),
+                str(args.seed), cells["gold_pct"], cells["sparse_pct"],
+                cells.get("gold_changed_pct", ""), cells.get("sparse_changed_pct", "")],
+               args.append, HEADER)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -1,11 +1,12 @@
 """Plot the pixel debate's honest win rate against MCTS rollouts per move.
 
-    python docs/pixel_curve.py [RUN_DIR ...] [--pixels 6] [--table docs/pixel_rollouts.csv]
+    python docs/pixel_curve.py [RUN_DIR ...] [--pixels 6] [--judge nonzero]
+                               [--table docs/pixel_rollouts.csv]
                                [--append] [--out docs/img/pixel-rollouts.png]
 
 The points are the rows of the table (the measured rows behind docs/results-pixel-debate.md's tables; run folders
 do not survive from one machine to the next) plus any `debatelab pixels` run folders given:
-runs with the same agent, rollouts and first mover over disjoint image ranges are pooled
+runs with the same agent, rollouts, first mover and judge over disjoint image ranges are pooled
 (weighted by images), and a pooled run replaces the table's row of the same setting.
 ``--append`` writes those rows into the table. One panel per first mover; in each, MCTS with
 precommit (solid) and without (dashed), with binomial standard errors over images; greedy and
@@ -31,13 +32,14 @@ RATES = {"precommit": "honest_win_rate_precommit", "no precommit": "honest_win_r
 
 
 def key(m: dict) -> tuple:
-    return m["pixels"], m["first"], m["agent"], m["rollouts"]
+    return m["pixels"], m["first"], m["agent"], m["rollouts"], m["judge"]
 
 
 def pooled(runs: list[Path], pixels: int) -> list[dict]:
     groups: dict[tuple, dict] = {}
     for run in runs:
         m = json.loads((run / "metrics.json").read_text())
+        m["judge"] = json.loads((run / "config.json").read_text()).get("judge", DEFAULT_JUDGE)
         if m["pixels"] != pixels:
             continue
         k = key(m)
@@ -54,7 +56,9 @@ def pooled(runs: list[Path], pixels: int) -> list[dict]:
     return list(groups.values())
 
 
-COLUMNS = ["pixels", "first", "agent", "rollouts", "n_images", *RATES.values()]
+COLUMNS = ["pixels", "first", "agent", "rollouts", "judge", "n_images", *RATES.values()]
+DEFAULT_JUDGE = "nonzero"
+"""`debatelab pixels --judge`'s default, the judge of the rollout curve."""
 COMMENT_MARK = "#"
 
 
@@ -66,7 +70,7 @@ def read_table(path: Path) -> tuple[list[str], list[dict]]:
     for r in csv.DictReader(line for line in lines if not line.startswith(COMMENT_MARK)):
         m = {"pixels": int(r["pixels"]), "first": r["first"], "agent": r["agent"],
              "rollouts": int(r["rollouts"]) if r["rollouts"] else None,
-             "n_images": int(r["n_images"])}  # fmt: skip
+             "judge": r.get("judge") or DEFAULT_JUDGE, "n_images": int(r["n_images"])}  # fmt: skip
         m.update({name: float(r[name]) for name in RATES.values() if r.get(name)})
         rows.append(m)
     return comments, rows
@@ -74,8 +78,9 @@ def read_table(path: Path) -> tuple[list[str], list[dict]]:
 
 def write_table(path: Path, comments: list[str], rows: list[dict]) -> None:
     """Atomically, rows sorted by K, first mover, agent and rollouts."""
-    order = sorted(rows, key=lambda m: (-m["pixels"], m["first"] != "liar", m["agent"] != "mcts",
-                                        m["agent"], m["rollouts"] or 0))  # fmt: skip
+    order = sorted(rows, key=lambda m: (-m["pixels"], m["judge"] != DEFAULT_JUDGE, m["judge"],
+                                        m["first"] != "liar", m["agent"] != "mcts", m["agent"],
+                                        m["rollouts"] or 0))  # fmt: skip
     with atomic_path(path) as tmp, tmp.open("w", newline="") as f:
         f.writelines(line + "\n" for line in comments)
         writer = csv.DictWriter(f, COLUMNS, extrasaction="ignore", lineterminator="\n")
@@ -93,6 +98,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="*", type=Path)
     parser.add_argument("--pixels", type=int, default=6)
+    parser.add_argument("--judge", default=DEFAULT_JUDGE, help="the rows of this judge (--judge of"
+                        " `debatelab pixels`)")  # fmt: skip
     parser.add_argument("--table", type=Path, default=Path(__file__).parent / "pixel_rollouts.csv")
     parser.add_argument("--append", action="store_true", help="write the runs' rows into --table")
     parser.add_argument(
@@ -105,7 +112,7 @@ def main() -> None:
     if args.append and runs:
         write_table(args.table, comments, table)
         print(f"wrote {len(runs)} row(s) into {args.table}")
-    rows = [m for m in table if m["pixels"] == args.pixels]
+    rows = [m for m in table if m["pixels"] == args.pixels and m["judge"] == args.judge]
     firsts = [f for f in ("liar", "honest") if any(m["first"] == f for m in rows)]
     print("| first | agent | images | precommit (SE) | no precommit (SE) |")
     print("|---|---|---|---|---|")
@@ -148,7 +155,8 @@ def main() -> None:
         ax.set_xlabel("MCTS rollouts per move (both players)")
         ax.legend(fontsize=8, loc="best")
     axes[0][0].set_ylabel("honest wins (% of images)")
-    fig.suptitle(f"2018 pixel debate, K = {args.pixels}", fontsize=11)
+    judge = "" if args.judge == DEFAULT_JUDGE else f", judge {args.judge}"
+    fig.suptitle(f"2018 pixel debate, K = {args.pixels}{judge}", fontsize=11)
     fig.tight_layout()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(args.out, dpi=130)

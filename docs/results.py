@@ -72,8 +72,8 @@ def headline(page: Path) -> str:
                     f"{record} |")  # fmt: skip
     pixels = DOCS / "pixel_rollouts.csv"
     for row in _csv_rows(pixels):
-        if (row["pixels"], row["first"], row["agent"], row["rollouts"]) == ("6", "liar", "mcts",
-                                                                             "100"):  # fmt: skip
+        if (row["pixels"], row["first"], row["agent"], row["rollouts"],
+                row["judge"]) == ("6", "liar", "mcts", "100", "nonzero"):  # fmt: skip
             rows.append(f"| 2018 pixel debate, K = 6, MCTS 100 rollouts (liar first, "
                         f"{row['n_images']} images) | honest win rate | "
                         f"{_pct(row['honest_win_rate_precommit'])} | "

@@ -315,12 +315,18 @@ function runPage() {
 
 // ------------------------------------------------------------------ compare page
 
+// The settings of the compared runs, sorted, and those whose values differ between them.
+function settingKeys(runs) {
+  const keys = [...new Set(runs.flatMap((r) => Object.keys(r.settings)))].sort();
+  const differing = keys.filter((k) => new Set(runs.map((r) => JSON.stringify(r.settings[k]))).size > 1);
+  return { keys, differing };
+}
+
 // When the compared runs differ in one numeric setting only (rollouts, pixels, epochs, ...),
 // their common metrics against it: one curve across runs. Headline metrics shown, the rest in
 // the legend; error bars where the runs recorded a standard error.
 function settingCurves(runs) {
-  const keys = [...new Set(runs.flatMap((r) => Object.keys(r.settings)))];
-  const differing = keys.filter((k) => new Set(runs.map((r) => JSON.stringify(r.settings[k]))).size > 1);
+  const { differing } = settingKeys(runs);
   if (runs.length < 2 || differing.length !== 1) return null;
   const key = differing[0];
   if (!runs.every((r) => typeof r.settings[key] === "number")) return null;
@@ -357,9 +363,9 @@ function comparePage() {
     const head = el("tr", {}, el("th", { text: "" }),
       ...runs.map((r) => el("th", {}, el("a", { href: "run.html?id=" + encodeURIComponent(r.id) }, r.label))));
     // settings: those that differ first, highlighted
-    const keys = [...new Set(runs.flatMap((r) => Object.keys(r.settings)))].sort();
-    const differs = (k) => new Set(runs.map((r) => JSON.stringify(r.settings[k]))).size > 1;
-    const ordered = keys.filter(differs).concat(keys.filter((k) => !differs(k)));
+    const { keys, differing } = settingKeys(runs);
+    const differs = (k) => differing.includes(k);
+    const ordered = differing.concat(keys.filter((k) => !differs(k)));
     document.getElementById("settings").replaceChildren(head.cloneNode(true),
       el("tr", {}, el("td", { text: "command" }), ...runs.map((r) => el("td", { text: r.command }))),
       ...ordered.map((k) => el("tr", { class: differs(k) ? "differs" : "", "data-key": k },
