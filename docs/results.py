@@ -235,11 +235,45 @@ def judge_seeds(page: Path) -> str:
     )
 
 
+def pixel_paper_judge(page: Path) -> str:
+    """The 2018 pixel judge trained with the paper's recipe (``debatelab train --kind pixel-paper
+    --pixels K``, recorded as ``docs/records/train-pixel-paper-K``) against the paper, and the
+    pixel debate at 100 rollouts in front of each judge recipe (``pixel_rollouts.csv``)."""
+    sys.path.insert(0, str(REPO / "src"))
+    from debatelab.experiments.pixels import PUBLISHED as PIXELS_PUBLISHED
+    from debatelab.judges.pixel import pixel_judge_config
+
+    lines = ["| K | judge accuracy, paper's recipe | published | difference | epochs (batches of "
+             "128) | training wall time | record |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for k in (6, 4):
+        name, published = f"train-pixel-paper-{k}", PIXELS_PUBLISHED[k]["judge"]
+        epochs = pixel_judge_config("paper", k, 0, None).epochs
+        if not (RUNS / name / "metrics.json").exists():
+            lines.append(f"| {k} | pending | {published:.1f} | | {epochs} | | |")
+            continue
+        ours = 100 * metrics(name)["judge_accuracy"]
+        wall = json.loads((RUNS / name / "manifest.json").read_text())["wall_time_s"]
+        lines.append(f"| {k} | {ours:.2f} | {published:.1f} | {ours - published:+.2f} | {epochs} | "
+                     f"{wall / 60:.0f} min | {_link(RUNS / name / 'metrics.json', page, name)} |")  # fmt: skip
+    pixels = DOCS / "pixel_rollouts.csv"
+    lines += ["", "| judge (`--judge`) | K | images | honest wins, precommit | no precommit |",
+              "|---|---|---|---|---|"]  # fmt: skip
+    for row in sorted(_csv_rows(pixels), key=lambda r: -int(r["pixels"])):
+        if (row["first"], row["agent"], row["rollouts"]) == ("liar", "mcts", "100"):
+            lines.append(f"| {row['judge']} | {row['pixels']} | {row['n_images']} | "
+                         f"{_pct1(row['honest_win_rate_precommit'])} | "
+                         f"{_pct1(row['honest_win_rate_no_precommit'])} |")  # fmt: skip
+    return (
+        "\n".join(lines) + f"\n\n(MCTS, 100 rollouts per move, liar first; rows: "
+        f"{_link(pixels, page, pixels.name)}.)\n"
+    )
+
+
 #: Table name -> its renderer (given the page it sits in, for relative links); a name
 #: ``kind:arg`` calls ``kind``'s renderer with ``arg``.
 TABLES = {"headline": headline, "pools-grid": pools_grid, "pools-contrasts": pools_contrasts,
           "d1-protocols": d1_protocols, "study-setup": study_setup, "study-best": study_best,
-          "judge-seeds": judge_seeds}  # fmt: skip
+          "judge-seeds": judge_seeds, "pixel-paper-judge": pixel_paper_judge}  # fmt: skip
 
 
 def render(name: str, page: Path) -> str:
