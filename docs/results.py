@@ -74,7 +74,7 @@ def headline(page: Path) -> str:
     for row in _csv_rows(pixels):
         if (row["pixels"], row["first"], row["agent"], row["rollouts"],
                 row["judge"]) == ("6", "liar", "mcts", "100", "nonzero"):  # fmt: skip
-            rows.append(f"| 2018 pixel debate, K = 6, MCTS 100 rollouts (liar first, "
+            rows.append(f"| 2018 pixel debate, K = 6, MCTS 100 rollouts (liar first, small CNN judge, "
                         f"{row['n_images']} images) | honest win rate | "
                         f"{_pct(row['honest_win_rate_precommit'])} | "
                         f"{PIXELS_PUBLISHED[6]['debate']:.1f} | "
