@@ -2,15 +2,17 @@
 
     python docs/pixel_curve.py [RUN_DIR ...] [--pixels 6] [--judge nonzero]
                                [--table docs/pixel_rollouts.csv]
-                               [--append] [--out docs/img/pixel-rollouts.png]
+                               [--append] [--out FILE]
 
-The points are the rows of the table (the measured rows behind docs/results-pixel-debate.md's tables; run folders
-do not survive from one machine to the next) plus any `debatelab pixels` run folders given:
+The points are the rows of the table for K = ``--pixels`` and ``--judge`` (the measured rows
+behind docs/results-pixel-debate.md's tables; run folders do not survive from one machine to the
+next) plus any `debatelab pixels` run folders given (seed 0, the judge's default training):
 runs with the same agent, rollouts, first mover and judge over disjoint image ranges are pooled
 (weighted by images), and a pooled run replaces the table's row of the same setting.
 ``--append`` writes those rows into the table. One panel per first mover; in each, MCTS with
 precommit (solid) and without (dashed), with binomial standard errors over images; greedy and
-random agents as horizontal lines. Prints the table.
+random agents as horizontal lines. Prints the table. The figure goes to ``--out``, by default
+docs/img/pixel-rollouts[-kK][-JUDGE].png (K and the judge named unless 6 and the default).
 """
 
 from __future__ import annotations
@@ -39,7 +41,13 @@ def pooled(runs: list[Path], pixels: int) -> list[dict]:
     groups: dict[tuple, dict] = {}
     for run in runs:
         m = json.loads((run / "metrics.json").read_text())
-        m["judge"] = json.loads((run / "config.json").read_text()).get("judge", DEFAULT_JUDGE)
+        config = json.loads((run / "config.json").read_text())
+        other = {k: config[k] for k in ("seed", "judge_seed", "judge_epochs")
+                 if config.get(k) not in (None, 0)}  # fmt: skip
+        if other:
+            raise SystemExit(f"{run}: the table holds seed-0 runs with the judge's default "
+                             f"training; this run has {other}")  # fmt: skip
+        m["judge"] = config.get("judge", DEFAULT_JUDGE)
         if m["pixels"] != pixels:
             continue
         k = key(m)
@@ -77,7 +85,8 @@ def read_table(path: Path) -> tuple[list[str], list[dict]]:
 
 
 def write_table(path: Path, comments: list[str], rows: list[dict]) -> None:
-    """Atomically, rows sorted by K, first mover, agent and rollouts."""
+    """Atomically, rows sorted by K, judge (the default first), first mover, agent and
+    rollouts."""
     order = sorted(rows, key=lambda m: (-m["pixels"], m["judge"] != DEFAULT_JUDGE, m["judge"],
                                         m["first"] != "liar", m["agent"] != "mcts", m["agent"],
                                         m["rollouts"] or 0))  # fmt: skip
@@ -102,10 +111,12 @@ def main() -> None:
                         " `debatelab pixels`)")  # fmt: skip
     parser.add_argument("--table", type=Path, default=Path(__file__).parent / "pixel_rollouts.csv")
     parser.add_argument("--append", action="store_true", help="write the runs' rows into --table")
-    parser.add_argument(
-        "--out", type=Path, default=Path(__file__).parent / "img" / "pixel-rollouts.png"
-    )
+    parser.add_argument("--out", type=Path, help="the figure (default: see above)")
     args = parser.parse_args()
+    if args.out is None:
+        name = "pixel-rollouts" + ("" if args.pixels == 6 else f"-k{args.pixels}")
+        name += "" if args.judge == DEFAULT_JUDGE else f"-{args.judge}"
+        args.out = Path(__file__).parent / "img" / f"{name}.png"
     comments, table = read_table(args.table) if args.table.exists() else ([], [])
     runs = {key(m): m for m in pooled(args.runs, args.pixels)}
     table = [m for m in table if key(m) not in runs] + list(runs.values())

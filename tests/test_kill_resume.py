@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 
 from conftest import cpu_share
+from debatelab.runlog import read_log, sittings_wall_time
 
 #: History and metric keys that hold wall times: they differ between any two runs.
 TIMES = {"wall_seconds", "train_seconds", "wall_time_s", "timings_s"}
@@ -237,6 +238,13 @@ def test_sweep_resumes_without_resolving_a_chunk(tmp_path, data_root):
         same_npz(out / name, tmp_path / "ref" / name)
     same_json(out / "metrics.json", tmp_path / "ref" / "metrics.json")
     same_report(out / "report.md", tmp_path / "ref" / "report.md")
+    # the manifest's wall time: the last sitting's, and every sitting's from the log
+    ref, resumed = (json.loads((d / "manifest.json").read_text()) for d in (tmp_path / "ref", out))
+    assert ref["sittings"] == 1 and ref["wall_time_total_s"] == ref["wall_time_s"]
+    assert resumed["sittings"] == 2 and resumed["wall_time_total_s"] > resumed["wall_time_s"]
+    # the killed sitting counts until its last logged event
+    logged = sittings_wall_time(read_log(out / "log.jsonl"))
+    assert resumed["wall_time_total_s"] == pytest.approx(logged, abs=1.0)
 
 
 def test_pixels_resumes_without_replaying_a_chunk(tmp_path, data_root, pixel_judge):

@@ -136,6 +136,28 @@ def read_log(path: Path) -> list[dict]:
     return events
 
 
+def sittings_wall_time(events: list[dict]) -> float:
+    """The seconds of every sitting in ``events`` (a resumed run's add up): a finished or
+    failed sitting's own wall time, a killed or still open one's until its last event."""
+    total, open_since, last = 0.0, None, None
+    for e in events:
+        if e.get("event") == "sitting_started":
+            if open_since is not None:  # a killed sitting: until its last event
+                total += max(0.0, _seconds(last) - _seconds(open_since))
+            open_since = e.get("time")
+        elif e.get("event") in ("sitting_finished", "error"):
+            total += float(e.get("wall_time_s", 0.0))
+            open_since = None
+        last = e.get("time") or last
+    if open_since is not None:
+        total += max(0.0, _seconds(last) - _seconds(open_since))
+    return round(total, 3)
+
+
+def _seconds(stamp: str | None) -> float:
+    return dt.datetime.fromisoformat(stamp).timestamp() if stamp else 0.0
+
+
 class RunLog:
     """The log of one sitting of a run folder: appends to ``folder/log.jsonl`` and, when
     ``lines`` (default: standard output is not a terminal), prints stage lines to ``stream``."""

@@ -11,7 +11,6 @@ resumes when rerun with the same settings).
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import json
 import re
@@ -20,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..runlog import LOG_NAME, read_log
+from ..runlog import LOG_NAME, read_log, sittings_wall_time
 
 #: A sitting whose log has been silent this long is taken as stopped, not running (a running
 #: command logs its stages at least every 30 s: :data:`debatelab.progress.PROGRESS_SECONDS`).
@@ -125,25 +124,7 @@ def _status(events: list[dict], finished: bool, log_age: float | None) -> str:
 def _wall_time(events: list[dict], manifest: dict) -> float | None:
     """The seconds of every sitting (a resumed run's add up), the open one's so far; the
     manifest's wall time for a run without a log."""
-    if not events:
-        return manifest.get("wall_time_s")
-    total, open_since, last = 0.0, None, None
-    for e in events:
-        if e.get("event") == "sitting_started":
-            if open_since is not None:  # a killed sitting: until its last event
-                total += max(0.0, _seconds(last) - _seconds(open_since))
-            open_since = e.get("time")
-        elif e.get("event") in ("sitting_finished", "error"):
-            total += float(e.get("wall_time_s", 0.0))
-            open_since = None
-        last = e.get("time") or last
-    if open_since is not None:
-        total += max(0.0, _seconds(last) - _seconds(open_since))
-    return round(total, 3)
-
-
-def _seconds(stamp: str | None) -> float:
-    return dt.datetime.fromisoformat(stamp).timestamp() if stamp else 0.0
+    return sittings_wall_time(events) if events else manifest.get("wall_time_s")
 
 
 def headline(command: str, metrics: dict) -> dict[str, Any]:

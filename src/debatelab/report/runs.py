@@ -20,7 +20,7 @@ from ..configs import compared_settings, config_fields, option_label
 from ..errors import DebatelabError
 from ..options import check_config
 from ..output_folders import check_output_folder, make_output_folder, move_aside
-from ..runlog import LOG_NAME, RunLog
+from ..runlog import LOG_NAME, RunLog, read_log, sittings_wall_time
 
 
 class RunFolderMismatch(DebatelabError):
@@ -190,14 +190,23 @@ class RunFolder:
         return write_json(self.path / "metrics.json", metrics)
 
     def finish(self, metrics: dict[str, Any] | None = None, **extra: Any) -> Path:
-        """Write metrics (if given) and the manifest; return the folder."""
+        """Write metrics (if given) and the manifest; return the folder. The manifest's
+        ``wall_time_s`` is this sitting's, ``wall_time_total_s`` that of every sitting so far
+        (the earlier ones read from the run log)."""
         if metrics is not None:
             self.write_metrics(metrics)
+        wall = round(time.time() - self.started, 3)
+        # a resumed run's earlier sittings, from its log: the sittings before this one's start
+        events = read_log(self.path / LOG_NAME)
+        starts = [i for i, e in enumerate(events) if e.get("event") == "sitting_started"]
+        earlier = sittings_wall_time(events[: starts[-1]]) if starts else 0.0
         manifest = {
             "command": self.command,
             "argv": sys.argv,
             "started_at": self.started_at,
-            "wall_time_s": round(time.time() - self.started, 3),
+            "wall_time_s": wall,
+            "wall_time_total_s": round(earlier + wall, 3),
+            "sittings": max(1, len(starts)),
             "seeds": self.seeds,
             "device": device_description(self.device),
             "platform": platform.platform(),
