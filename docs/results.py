@@ -26,6 +26,7 @@ from pathlib import Path
 
 DOCS = Path(__file__).resolve().parent
 REPO = DOCS.parent
+sys.path.insert(0, str(REPO / "src"))  # this checkout's package, installed or not
 RUNS = DOCS / "records"
 RECORD_FILES = ("config.json", "manifest.json", "metrics.json")
 MARK = re.compile(r"(<!-- results: (\S+) -->\n)(.*?)(<!-- /results -->)", re.S)
@@ -51,7 +52,6 @@ def _pct(value: float) -> str:
 
 def headline(page: Path) -> str:
     """The main results, one row per measure: ours, the published number, the record."""
-    sys.path.insert(0, str(REPO / "src"))
     from debatelab.experiments.pixels import PUBLISHED as PIXELS_PUBLISHED
     from debatelab.reference import published_setup
 
@@ -153,7 +153,6 @@ def _study_rows(page: Path, columns_of) -> tuple[list, list[str]]:
     """Per dataset variant recorded as ``docs/records/study-<variant>`` (``--record
     STUDY_FOLDER/<variant> study-<variant>``): (name, published row, our row) for
     :func:`debatelab.report.tables.paired_table`, and the record links."""
-    sys.path.insert(0, str(REPO / "src"))
     from debatelab.data.variants import BUILTIN_VARIANTS, get_variant
 
     rows, links = [], []
@@ -239,7 +238,6 @@ def pixel_paper_judge(page: Path) -> str:
     """The 2018 pixel judge trained with the paper's recipe (``debatelab train --kind pixel-paper
     --pixels K``, recorded as ``docs/records/train-pixel-paper-K``) against the paper, and the
     pixel debate at 100 rollouts in front of each judge recipe (``pixel_rollouts.csv``)."""
-    sys.path.insert(0, str(REPO / "src"))
     from debatelab.experiments.pixels import PUBLISHED as PIXELS_PUBLISHED
     from debatelab.judges.pixel import pixel_judge_config
 
@@ -315,7 +313,6 @@ def record(folder: Path, name: str) -> Path:
     manifest = json.loads((folder / "manifest.json").read_text())
     if "wall_time_total_s" not in manifest and (folder / "log.jsonl").is_file():
         # a manifest from before the field: every sitting's time, from the run's log
-        sys.path.insert(0, str(REPO / "src"))
         from debatelab.runlog import read_log, sittings_wall_time
 
         events = read_log(folder / "log.jsonl")
