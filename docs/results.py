@@ -268,11 +268,80 @@ def pixel_paper_judge(page: Path) -> str:
     )
 
 
+def channel_cpu(page: Path) -> str:
+    """The argument channel under the cpu preset (``debatelab bits sweep --dataset D``, recorded
+    as ``docs/records/bits-sweep-D``): each protocol's bits arm beside its nested control, the
+    difference with its binomial standard error, the published difference and entropy, the
+    randomised-bit ablation; then the baselines on the same images."""
+    from math import hypot, sqrt
+
+    from debatelab.experiments.bits import ARMS, ChannelSweepConfig, _channels
+    from debatelab.reference import CHANNEL_DELTAS, CHANNEL_ENTROPY
+
+    variants = ("fashionmnist-whitened", "cifar10")
+    protocols = ("consultancy", "debate2", "debate4")
+    heads = {"consultancy": "consultancy", "debate2": "2-turn", "debate4": "4-turn"}
+    cells: dict[str, list[str]] = {k: [] for k in (
+        "bits arm, judge accuracy", "nested control", "**bits - control** (standard error)",
+        "published bits - control", "codeword entropy, bits (published)",
+        "randomised bits: judge / belief change")}  # fmt: skip
+    baselines, links = [], []
+    for variant in variants:
+        name = f"bits-sweep-{variant}"
+        if not (RUNS / name / "metrics.json").is_file():
+            raise SystemExit(f"docs/records/{name}: missing; run `debatelab bits sweep "
+                             f"--dataset {variant}` and record it")  # fmt: skip
+        m, n = metrics(name), metrics(name)["n_images"]
+        sweep = ChannelSweepConfig(variant=variant, preset="cpu")
+        arms = {(p, b, budget): sweep.arm(p, b, budget, _channels(variant)).name
+                for p, b, budget in ARMS}  # fmt: skip
+        for protocol in protocols:
+            bits, control = arms[(protocol, True, protocol)], arms[(protocol, False, protocol)]
+            a, c = m[f"{bits}/judge"], m[f"{control}/judge"]
+            se = 100 * hypot(sqrt(a * (1 - a) / n), sqrt(c * (1 - c) / n))
+            entropy = f"{m[f'{bits}/codeword_entropy']:.2f}"
+            published_h = CHANNEL_ENTROPY.get(variant, {}).get(protocol)
+            cells["bits arm, judge accuracy"].append(_pct(a))
+            cells["nested control"].append(_pct(c))
+            cells["**bits - control** (standard error)"].append(
+                f"**{100 * (a - c):+.2f}** ({se:.2f})"
+            )
+            cells["published bits - control"].append(f"{CHANNEL_DELTAS[variant][protocol]:+.2f}")
+            cells["codeword entropy, bits (published)"].append(
+                entropy + (f" ({published_h:.2f})" if published_h else "")
+            )
+            cells["randomised bits: judge / belief change"].append(
+                f"{100 * m[f'{bits}/ablation_judge_accuracy_change']:+.2f} / "
+                f"{100 * m[f'{bits}/ablation_belief_change']:+.2f}"
+            )
+        ensembles = sorted((int(k.rsplit("_", 1)[1]), v) for k, v in m.items()
+                           if k.startswith("baseline/ensemble_") and k[-1].isdigit())  # fmt: skip
+        large = arms[("consultancy", False, "consultancy_large")]
+        baselines.append(
+            f"{variant} ({n:,} images): gold {_pct(m['baseline/gold'])}, random mask (1) "
+            f"{_pct(m['baseline/random_mask_1'])}, its ensemble "
+            + ", ".join(f"{_pct(v)} ({k:,} masks)" for k, v in ensembles)
+            + f", {_pct(m['baseline/ensemble_all'])} (all 58,905); plain consultancy at the "
+            f"larger search ({large.rsplit('_', 1)[1]} masks) {_pct(m[f'{large}/judge'])}"
+        )
+        links.append(_link(RUNS / name / "metrics.json", page, variant))
+    lines = ["| | " + " | | | ".join(variants) + " | | |", "|---" * 7 + "|",
+             "| | " + " | ".join(heads[p] for _ in variants for p in protocols) + " |"]  # fmt: skip
+    lines += [f"| {row} | " + " | ".join(values) + " |" for row, values in cells.items()]
+    return (
+        "\n".join(lines)
+        + "\n\nBaselines on the same images (same net, no claim input): "
+        + "; ".join(baselines)
+        + f". (Records: {', '.join(links)}.)\n"
+    )
+
+
 #: Table name -> its renderer (given the page it sits in, for relative links); a name
 #: ``kind:arg`` calls ``kind``'s renderer with ``arg``.
 TABLES = {"headline": headline, "pools-grid": pools_grid, "pools-contrasts": pools_contrasts,
           "d1-protocols": d1_protocols, "study-setup": study_setup, "study-best": study_best,
-          "judge-seeds": judge_seeds, "pixel-paper-judge": pixel_paper_judge}  # fmt: skip
+          "judge-seeds": judge_seeds, "pixel-paper-judge": pixel_paper_judge,
+          "channel-cpu": channel_cpu}  # fmt: skip
 
 
 def render(name: str, page: Path) -> str:

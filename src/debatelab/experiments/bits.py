@@ -344,7 +344,9 @@ def run_sweep(config: ChannelSweepConfig, folder: RunFolder) -> dict:
     for name, d in diagnostics.items():
         metrics[f"{name}/codeword_entropy"] = d["codeword_entropy"]
         metrics[f"{name}/ablation_judge_accuracy_change"] = d["ablation_judge_accuracy_change"]
+        metrics[f"{name}/ablation_belief_change"] = d["ablation_belief_change"]
     metrics.update({f"delta/{p}": v for p, v in channel_deltas(configs, results).items()})
+    metrics["n_images"] = len(test)
     metrics["wall_seconds"] = round(sum(m["wall_seconds"] for m in results.values()), 1)
     return metrics
 
