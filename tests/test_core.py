@@ -21,7 +21,14 @@ from debatelab.games.core import (
     solve_pool,
 )
 from debatelab.games.lines import move_weights, node_values
-from debatelab.games.ranked import RankedChildren, resolve
+from debatelab.games.ranked import (
+    RankedChildren,
+    cumsum_last,
+    pack_with_aux,
+    resolve,
+    sort_with_aux,
+    unpack_sorted,
+)
 from debatelab.games.solver import (
     leaf_columns,
     normalise_capability,
@@ -473,6 +480,32 @@ def test_ranked_children_fast_paths_equal_the_core_reducer(dtype):
                                 carried=aux[0].astype(np.float64))  # fmt: skip
             np.testing.assert_allclose(v, core.values, atol=atol)
             np.testing.assert_allclose(a, core.carried, atol=atol)
+
+
+@pytest.mark.parametrize("n", [2, 7, 33, 630, 1500])
+@pytest.mark.parametrize("maximize", [True, False])
+@pytest.mark.parametrize("nonneg", [True, False])
+def test_packed_sort_and_rank_first_sums_equal_the_plain_path(n, maximize, nonneg):
+    """The float32 packed sort (rank-first for short rows) against a stable argsort, and the
+    per-rank prefix sums against ``np.cumsum``: bit for bit, ties and both dtypes included."""
+    rng = np.random.default_rng(n)
+    rows = 70 if n <= 1024 else 3  # rank-first needs >= 64 rows of <= 1024 values
+    values = np.round(rng.random((rows, 2, n)), 2).astype(np.float32)  # many ties
+    if not nonneg:
+        values -= np.float32(0.5)
+    aux = rng.random((rows, 2, n)).astype(np.float32)
+    best, carried = sort_with_aux(values, aux, maximize, nonneg)
+    # the plain path: order by value best-first, ties by the aux bits as the packed key orders them
+    key = values if maximize else -values
+    order = np.lexsort((aux.view(np.uint32), -key), axis=-1)
+    np.testing.assert_array_equal(best, np.take_along_axis(values, order, axis=-1))
+    np.testing.assert_array_equal(carried, np.take_along_axis(aux, order, axis=-1))
+    packed = pack_with_aux(values, aux, maximize, nonneg)
+    packed.sort(axis=-1)
+    again, _ = unpack_sorted(packed, maximize, nonneg)
+    assert (not again.flags.c_contiguous) == (n <= 1024)  # the rank-first layout was used
+    for dtype in (np.float32, np.float64):
+        np.testing.assert_array_equal(cumsum_last(again, dtype), np.cumsum(best, -1, dtype=dtype))
 
 
 # --------------------------------------------------------------------------------------------

@@ -268,6 +268,49 @@ def test_class_pruning_changes_nothing(rule):
         np.testing.assert_array_equal(pruned[key], full[key])
 
 
+@pytest.mark.parametrize("moves", [(2, 2), (1, 1, 1, 1)])
+@pytest.mark.parametrize("rule", ["asym", "last_b"])
+def test_per_capability_class_bounds_change_nothing(moves, rule):
+    """Top-k players only: the per-capability bounds (every minimising level uniform) prune
+    classes the global bounds keep, and every claim, value and judge accuracy is unchanged."""
+    from debatelab.games.core import reveal_game
+    from debatelab.games.solver import (
+        _level_reducers,
+        _solve_candidates,
+        _solve_columns,
+        capability_bounds,
+        leaf_columns,
+        normalise_capability,
+    )
+
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(40, comb(8, 4), 6)) * 2
+    labels = rng.integers(0, 6, 40)
+    logits[np.arange(40), :, labels] += 3  # a judge that leans to the truth, as a trained one
+    probs = np.exp(logits)
+    probs = (probs / probs.sum(axis=2, keepdims=True)).astype(np.float32)
+    caps = [(a, b) for a in (1, 2, 5, 70) for b in (1, 3, 70)] + [(Exact(), Uniform())]
+    pruned = solve_capabilities(probs, 8, moves, caps, rule, labels, prune=True)
+    full = solve_capabilities(probs, 8, moves, caps, rule, labels, prune=False)
+    for key in full:
+        np.testing.assert_array_equal(pruned[key], full[key])
+    # the bounds do prune: fewer (image, class) pairs solved than under the global bounds alone
+    game = reveal_game(8, moves)
+    leaf = leaf_columns(probs, rule)
+    plans = [_level_reducers(game, normalise_capability(k)) for k in caps]
+    bounds = capability_bounds(game, caps)
+    with_bounds, _ = _solve_candidates(leaf, None, game, plans, bounds)
+    without, _ = _solve_candidates(leaf, None, game, plans)
+    solved = np.isfinite(with_bounds[0]).sum()
+    assert solved < np.isfinite(without[0]).sum()
+    kept = np.isfinite(with_bounds)
+    np.testing.assert_array_equal(with_bounds[kept], without[kept])
+    # what the pruning rests on: each bound is at least its column's value at that capability
+    upper, _ = _solve_columns(leaf, None, game, bounds)
+    value, _ = _solve_columns(leaf, None, game, plans)
+    assert np.all(upper >= value - 1e-6)
+
+
 def confidence_brute_force(probs, label, k, rule):
     """Reading B of the quantilised consultant, mask by mask: rank the masks by the judge's
     confidence, weight each by its share of ranks 1..k (a tie block shares its ranks' mass),

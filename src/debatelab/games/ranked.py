@@ -82,28 +82,44 @@ def _values_from_bits(k: np.ndarray, maximize: bool) -> np.ndarray:
 _KEY, _PAYLOAD = (1, 0) if sys.byteorder == "little" else (0, 1)
 
 
-def sort_with_aux(values: np.ndarray, aux: np.ndarray | None, maximize: bool,
-                  nonneg: bool = False):  # fmt: skip
-    """Sort ``values`` best-first along the last axis and carry ``aux`` (broadcastable) along.
+#: Sorted rows at most this long (with at least :data:`RANK_FIRST_MIN_ROWS` rows) are kept
+#: rank-first in memory: prefix sums are then one vectorised add per rank instead of a short
+#: accumulate per row (the same sequential sums, several times faster).
+RANK_FIRST_MAX = 1024
+RANK_FIRST_MIN_ROWS = 64
+#: Rank-first unpacking transposes blocks of about this many elements (cache-sized).
+UNPACK_BLOCK = 32768
 
-    ``nonneg`` promises values >= +0.0 (no negative zero), whose float bits already sort as
-    unsigned integers. Float32 returns strided views into one packed buffer.
-    """
-    if aux is None:
-        best = np.sort(values, axis=-1)
-        return (best[..., ::-1] if maximize else best), None
-    if values.dtype == np.float32:
-        packed = np.empty(values.shape + (2,), dtype=np.uint32)
-        key = packed[..., _KEY]
-        if nonneg and maximize:
-            np.bitwise_xor(values.view(np.uint32), _LOW, out=key)
-        elif nonneg:
-            key[...] = values.view(np.uint32)
-        else:
-            key[...] = _sortable_bits(np.ascontiguousarray(values), maximize)
-        packed[..., _PAYLOAD] = np.broadcast_to(np.asarray(aux, dtype=np.float32),
-                                                values.shape).view(np.uint32)  # fmt: skip
-        packed.view(np.uint64)[..., 0].sort(axis=-1)
+
+def pack_with_aux(values: np.ndarray, aux: np.ndarray, maximize: bool,
+                  nonneg: bool = False) -> np.ndarray:  # fmt: skip
+    """Float32 ``values`` and ``aux`` (broadcastable) as one uint64 key per element whose
+    ascending order is best-first for the player (value bits above aux bits)."""
+    packed = np.empty(values.shape + (2,), dtype=np.uint32)
+    key = packed[..., _KEY]
+    if nonneg and maximize:
+        np.bitwise_xor(values.view(np.uint32), _LOW, out=key)
+    elif nonneg:
+        key[...] = values.view(np.uint32)
+    else:
+        key[...] = _sortable_bits(np.ascontiguousarray(values), maximize)
+    packed[..., _PAYLOAD] = np.broadcast_to(np.asarray(aux, dtype=np.float32),
+                                            values.shape).view(np.uint32)  # fmt: skip
+    return packed.view(np.uint64)[..., 0]
+
+
+def _rank_first(n: int, size: int) -> bool:
+    return n <= RANK_FIRST_MAX and size // max(n, 1) >= RANK_FIRST_MIN_ROWS
+
+
+def unpack_sorted(packed: np.ndarray, maximize: bool, nonneg: bool = False):
+    """``(best, aux)`` float32 from sorted :func:`pack_with_aux` keys (contiguous uint64).
+    Short rows come back as views of rank-first arrays (see :data:`RANK_FIRST_MAX`)."""
+    shape = packed.shape
+    n = shape[-1]
+    halves = packed.view(np.uint32).reshape(shape + (2,))
+    key, payload = halves[..., _KEY], halves[..., _PAYLOAD]
+    if not _rank_first(n, packed.size):
         if nonneg and maximize:
             best = np.bitwise_xor(key, _LOW).view(np.float32)
         elif nonneg:
@@ -111,10 +127,59 @@ def sort_with_aux(values: np.ndarray, aux: np.ndarray | None, maximize: bool,
         else:
             best = _values_from_bits(key.copy(), maximize)
         # contiguous copies: prefix sums over strided views are several times slower
-        return best, np.ascontiguousarray(packed[..., _PAYLOAD]).view(np.float32)
+        return best, np.ascontiguousarray(payload).view(np.float32)
+    m = packed.size // n
+    key, payload = key.reshape(m, n), payload.reshape(m, n)
+    key_t = np.empty((n, m), dtype=np.uint32)
+    aux_t = np.empty((n, m), dtype=np.uint32)
+    step = max(1, UNPACK_BLOCK // n)
+    for lo in range(0, m, step):
+        hi = min(lo + step, m)
+        if nonneg and maximize:
+            np.bitwise_xor(key[lo:hi].T, _LOW, out=key_t[:, lo:hi])
+        else:
+            key_t[:, lo:hi] = key[lo:hi].T
+        aux_t[:, lo:hi] = payload[lo:hi].T
+    if nonneg:
+        best_t = key_t.view(np.float32)
+    else:
+        best_t = _values_from_bits(key_t, maximize)
+    best_t = best_t.reshape((n,) + shape[:-1])
+    aux_t = aux_t.view(np.float32).reshape((n,) + shape[:-1])
+    return np.moveaxis(best_t, 0, -1), np.moveaxis(aux_t, 0, -1)
+
+
+def sort_with_aux(values: np.ndarray, aux: np.ndarray | None, maximize: bool,
+                  nonneg: bool = False):  # fmt: skip
+    """Sort ``values`` best-first along the last axis and carry ``aux`` (broadcastable) along.
+
+    ``nonneg`` promises values >= +0.0 (no negative zero), whose float bits already sort as
+    unsigned integers. Float32 returns views into fresh arrays (rank-first for short rows).
+    """
+    if aux is None:
+        best = np.sort(values, axis=-1)
+        return (best[..., ::-1] if maximize else best), None
+    if values.dtype == np.float32:
+        packed = pack_with_aux(values, aux, maximize, nonneg)
+        packed.sort(axis=-1)
+        return unpack_sorted(packed, maximize, nonneg)
     order = np.argsort(-values if maximize else values, axis=-1, kind="stable")
     best = np.take_along_axis(values, order, axis=-1)
     return best, np.take_along_axis(np.broadcast_to(aux, values.shape), order, axis=-1)
+
+
+def cumsum_last(x: np.ndarray, dtype) -> np.ndarray:
+    """``np.cumsum(x, axis=-1, dtype=dtype)``, the same sequential sums; on a rank-first view
+    (last axis the slowest in memory) one vectorised add per position."""
+    n = x.shape[-1]
+    xt = np.moveaxis(x, -1, 0)
+    if n < 2 or not xt.flags.c_contiguous or not _rank_first(n, x.size):
+        return np.cumsum(x, axis=-1, dtype=dtype)
+    out = np.empty(xt.shape, dtype=dtype)
+    out[0] = xt[0]
+    for i in range(1, n):
+        np.add(out[i - 1], xt[i], out=out[i])
+    return np.moveaxis(out, 0, -1)
 
 
 class RankedChildren:
@@ -124,13 +189,14 @@ class RankedChildren:
     :meth:`reduce_many` evaluates any list of ``(entry, policy)`` pairs, vectorised.
     """
 
-    def __init__(self, values: np.ndarray, aux: np.ndarray | None, maximize: bool,
-                 nonneg: bool = False):  # fmt: skip
+    def __init__(self, values: np.ndarray | None, aux: np.ndarray | None, maximize: bool,
+                 nonneg: bool = False, packed: np.ndarray | None = None):  # fmt: skip
         self.maximize = maximize
         self.nonneg = nonneg
         self.values, self.raw_aux = values, aux
-        self.has_aux = aux is not None
-        self.n = values.shape[-1]
+        self._packed = packed  # float32 values and aux as :func:`pack_with_aux` keys, unsorted
+        self.has_aux = aux is not None or packed is not None
+        self.n = (values if packed is None else packed).shape[-1]
         self._sorted = None
         self._value_sums = None
         self._aux_sums = None
@@ -140,7 +206,13 @@ class RankedChildren:
         """Children values sorted best-first (sorted on first use: exact and uniform play
         need no sort)."""
         if self._sorted is None:
-            self._sorted = sort_with_aux(self.values, self.raw_aux, self.maximize, self.nonneg)
+            if self._packed is not None:
+                self._packed.sort(axis=-1)
+                self._sorted = unpack_sorted(self._packed, self.maximize, self.nonneg)
+                self._packed = None
+            else:
+                self._sorted = sort_with_aux(self.values, self.raw_aux, self.maximize,
+                                             self.nonneg)  # fmt: skip
             self.values = self.raw_aux = None
         return self._sorted[0]
 
@@ -151,7 +223,7 @@ class RankedChildren:
 
     def _cumsum(self, x: np.ndarray) -> np.ndarray:
         dtype = np.float64 if (self.n > LONG_ROW or x.dtype == np.float64) else x.dtype
-        return np.cumsum(x, axis=-1, dtype=dtype)
+        return cumsum_last(x, dtype)
 
     @property
     def value_sums(self) -> np.ndarray:
@@ -179,7 +251,7 @@ class RankedChildren:
         ks = np.array([-1 if r.k is None else r.k for r in reducers])
         if np.any((ks != -1) & ((ks < 1) | (ks > self.n))):
             raise ValueError(f"top-k needs 1 <= k <= {self.n}, got {ks.tolist()}")
-        if self._sorted is None and np.all((ks == 1) | (ks == self.n)):
+        if self._sorted is None and self._packed is None and np.all((ks == 1) | (ks == self.n)):
             for i, (e, k) in enumerate(zip(entries, ks, strict=True)):
                 v, a = self._unsorted(int(e), int(k))
                 values[i] = v
@@ -187,7 +259,9 @@ class RankedChildren:
                     auxes[i] = a
             return values, auxes
         top = np.flatnonzero(ks != -1)
-        if top.size:
+        if top.size == len(ks):  # every pair a top-k: divided straight into the outputs
+            self._top_k(entries, ks, out=(values, auxes))
+        elif top.size:
             v, a = self._top_k(entries[top], ks[top])
             values[top] = v
             if auxes is not None:
@@ -200,7 +274,10 @@ class RankedChildren:
         return values, auxes
 
     def _node_shape(self) -> tuple[int, ...]:
-        src = self.values if self._sorted is None else self._sorted[0]
+        if self._sorted is None:
+            src = self.values if self._packed is None else self._packed
+        else:
+            src = self._sorted[0]
         return src.shape[1:-1]
 
     def _unsorted(self, e: int, k: int):
@@ -226,11 +303,17 @@ class RankedChildren:
             return value, None
         return value, (tie_shared(self.best[e], w) * self.aux[e]).sum(axis=-1)
 
-    def _top_k(self, entries: np.ndarray, ks: np.ndarray):
-        """Top-k averages for entry/k pairs; tie blocks straddling the cut share their mass."""
-        shape = (len(entries),) + self.best.shape[1:-1]
-        value = np.empty(shape, dtype=np.float64)
-        aux = np.empty(shape, dtype=np.float64) if self.has_aux else None
+    def _top_k(self, entries: np.ndarray, ks: np.ndarray, out=None):
+        """Top-k averages for entry/k pairs; tie blocks straddling the cut share their mass.
+
+        ``out``: ``(values, auxes)`` arrays to fill (any float dtype: the float64 quotients are
+        rounded once, as when float64 results are assigned); default float64 arrays."""
+        if out is None:
+            shape = (len(entries),) + self.best.shape[1:-1]
+            value = np.empty(shape, dtype=np.float64)
+            aux = np.empty(shape, dtype=np.float64) if self.has_aux else None
+        else:
+            value, aux = out
         all_rows = np.array_equal(entries, np.arange(len(self.best)))
         for k in np.unique(ks):
             pick = np.flatnonzero(ks == k)
@@ -238,7 +321,12 @@ class RankedChildren:
                 pick = slice(pick[0], pick[-1] + 1)  # a view: divided in place
             rows = entries[pick]
             whole = all_rows and len(rows) == len(self.best)
-            take = (lambda x: x) if whole else (lambda x: x[rows])  # noqa: B023
+            if whole:
+                take = lambda x: x  # noqa: E731
+            elif np.all(np.diff(rows) == 1):  # consecutive entries: a view, not a copy
+                take = lambda x, r=slice(int(rows[0]), int(rows[-1]) + 1): x[r]  # noqa: E731
+            else:
+                take = lambda x: x[rows]  # noqa: B023, E731
             _divide_into(value, pick, take(self.value_sums[..., k - 1]), k)
             if aux is None:
                 continue

@@ -37,7 +37,7 @@ from ..policies import BestOfN, Exact, RankPolicy, TopK, Uniform, as_policy
 from ..protocols import RULE_NAMES, TIE_RULES, Protocol, Rule, as_protocol
 from ..protocols import rule as as_rule
 from .core import Game, reveal_game
-from .ranked import RankedChildren, resolve, top_k_by_key
+from .ranked import RankedChildren, pack_with_aux, resolve, top_k_by_key
 from .tables import check_game
 
 #: A reveal game's protocol as the solvers take it: a Protocol, a registered name, or moves.
@@ -107,13 +107,23 @@ def _solve_columns(leaf: np.ndarray, leaf_aux, game: Game, plans: list[tuple],
         step = max(1, batch_elements // per_entry)
         for lo in range(0, len(members), step):
             hi = min(lo + step, len(members))
-            gathered = child_values[lo:hi][..., table]
-            gathered_aux = None
+            src = None
             if child_aux is not None:
                 src = child_aux if len(child_aux) == 1 else child_aux[lo:hi]
-                gathered_aux = src[..., table]
-            ranked = RankedChildren(gathered, gathered_aux, level.maximize, nonneg)
-            del gathered, gathered_aux
+            reducers = {plans[m][t] for e in range(lo, hi) for m in members[e]}
+            sorts = any(r.k is None or r.k not in (1, table.shape[1]) for r in reducers)
+            if sorts and src is not None and child_values.dtype == np.float32:
+                # pack value and aux bits once per child, then gather the packed keys: fewer
+                # element operations than gathering both and packing every (node, option)
+                packed = pack_with_aux(child_values[lo:hi], src, level.maximize, nonneg)
+                ranked = RankedChildren(None, None, level.maximize, nonneg,
+                                        packed=np.take(packed, table, axis=-1))  # fmt: skip
+                del packed
+            else:
+                gathered = child_values[lo:hi][..., table]
+                gathered_aux = None if src is None else src[..., table]
+                ranked = RankedChildren(gathered, gathered_aux, level.maximize, nonneg)
+                del gathered, gathered_aux
             groups: dict = defaultdict(list)
             for e in range(lo, hi):
                 for m in members[e]:
@@ -141,6 +151,14 @@ def _monotone(k) -> bool:
     return all(isinstance(p, TopK | Exact | Uniform | BestOfN) for p in normalise_capability(k))
 
 
+def _class_bounds(leaf: np.ndarray, game: Game) -> tuple[np.ndarray, np.ndarray]:
+    """``(upper, lower)`` ``(n, n_cols)``: V(A exact, B uniform) and V(A uniform, B exact)."""
+    bounds = [_level_reducers(game, (Exact(), Uniform())),
+              _level_reducers(game, (Uniform(), Exact()))]  # fmt: skip
+    values, _ = _solve_columns(leaf, None, game, bounds)
+    return values[0], values[1]
+
+
 def candidate_classes(leaf: np.ndarray, game: Game) -> np.ndarray:
     """Per image and column, whether it can be A's claim at some capability: ``(n, n_cols)``.
 
@@ -149,25 +167,79 @@ def candidate_classes(leaf: np.ndarray, game: Game) -> np.ndarray:
     V(A uniform, B exact) and V(A exact, B uniform). A column whose upper bound is below another
     column's lower bound can never be the (exact, first-index) claim.
     """
-    bounds = [_level_reducers(game, (Exact(), Uniform())),
-              _level_reducers(game, (Uniform(), Exact()))]  # fmt: skip
-    values, _ = _solve_columns(leaf, None, game, bounds)
-    return values[0] >= values[1].max(axis=1, keepdims=True)
+    upper, lower = _class_bounds(leaf, game)
+    return upper >= lower.max(axis=1, keepdims=True)
 
 
-def _solve_candidates(leaf: np.ndarray, leaf_aux, game: Game, plans: list[tuple]):
+def capability_bounds(game: Game, capabilities: Sequence) -> list[tuple] | None:
+    """Per capability, the plan of an upper bound on each column's value: A as at that
+    capability, every minimising level uniform (a top-k, exact or uniform minimiser's average is
+    at most the uniform one, and top-k averages are monotone in the values below them). None
+    where it bounds nothing: a game with no minimising level, or players of other policies."""
+    caps = [normalise_capability(k) for k in capabilities]
+    if all(lv.maximize for lv in game.levels) or not all(
+        isinstance(p, TopK | Exact | Uniform) for k in caps for p in k
+    ):
+        return None
+    return [_level_reducers(game, (k[0], Uniform())) for k in caps]
+
+
+#: Rounding slack of the per-capability class bounds, in units of ``eps * max|leaf|`` per
+#: option summed over levels (a top-k average of k float sums is off by at most about
+#: ``k * eps * max|leaf|``; both the bound and the value carry such errors): generous.
+BOUND_SLACK = 8
+
+
+def _bound_margin(leaf: np.ndarray, game: Game) -> float:
+    scale = float(np.abs(leaf).max()) if leaf.size else 0.0
+    eps = float(np.finfo(leaf.dtype).eps)
+    return BOUND_SLACK * eps * (sum(game.n_options) + game.n_levels) * scale
+
+
+def _solve_candidates(leaf: np.ndarray, leaf_aux, game: Game, plans: list[tuple],
+                      bound_plans: list[tuple] | None = None):  # fmt: skip
     """:func:`_solve_columns` on the candidate (image, column) pairs only, each as its own
-    one-column game; the others get value -inf (never the claim) and aux NaN."""
-    img, col = np.nonzero(candidate_classes(leaf, game))
-    rows = leaf[img, col][:, None, :]
-    rows_aux = None if leaf_aux is None else leaf_aux[img]
-    v, a = _solve_columns(rows, rows_aux, game, plans)
+    one-column game; the others get value -inf (never the claim) and aux NaN.
+
+    ``bound_plans`` (one per plan: the same play with every minimising level uniform, an upper
+    bound on that plan's value for top-k players) prunes further: the column with the best lower
+    bound is solved first; another candidate column is solved only if its bound at some plan
+    reaches that column's value there (less a rounding margin), since otherwise it is below
+    that column, so never the claim, at every plan.
+    """
+    upper, lower = _class_bounds(leaf, game)
+    cand = upper >= lower.max(axis=1, keepdims=True)
     values = np.full((len(plans),) + leaf.shape[:2], -np.inf, dtype=leaf.dtype)
-    values[:, img, col] = v[:, :, 0]
-    auxes = None
-    if a is not None:
-        auxes = np.full_like(values, np.nan)
-        auxes[:, img, col] = a[:, :, 0]
+    auxes = None if leaf_aux is None else np.full_like(values, np.nan)
+
+    def fill(img, col):
+        rows = leaf[img, col][:, None, :]
+        rows_aux = None if leaf_aux is None else leaf_aux[img]
+        v, a = _solve_columns(rows, rows_aux, game, plans)
+        values[:, img, col] = v[:, :, 0]
+        if a is not None:
+            auxes[:, img, col] = a[:, :, 0]
+
+    if bound_plans is None:
+        fill(*np.nonzero(cand))
+        return values, auxes
+    n_img = len(leaf)
+    first = lower.argmax(axis=1)
+    lead = cand[np.arange(n_img), first]  # images whose best-lower-bound column is a candidate
+    img1 = np.flatnonzero(lead)
+    fill(img1, first[img1])
+    others = cand.copy()
+    others[img1, first[img1]] = False
+    img, col = np.nonzero(others)
+    sure = ~lead[img]  # no leading column solved: keep every candidate
+    test = np.flatnonzero(~sure)
+    if test.size:
+        ub, _ = _solve_columns(leaf[img[test], col[test]][:, None, :], None, game, bound_plans)
+        lead_value = values[:, img[test], first[img[test]]]  # (n_plans, n_test)
+        reach = (ub[:, :, 0] + _bound_margin(leaf, game) >= lead_value).any(axis=0)
+        sure[test[reach]] = True
+    if sure.any():
+        fill(img[sure], col[sure])
     return values, auxes
 
 
@@ -230,7 +302,9 @@ def solve_capabilities(
 
     ``prune`` (asym and last_b, top-k / best-of-n / exact / uniform players) first drops, per
     image, the classes that cannot be A's claim at any capability (see
-    :func:`candidate_classes`); results are unchanged, the solve is several times faster.
+    :func:`candidate_classes`), and with top-k, exact or uniform players then those whose upper
+    bound at every capability (:func:`capability_bounds`) stays below the value of the class
+    with the best lower bound; results are unchanged, the solve is several times faster.
 
     ``ranking`` (see :data:`RANKINGS`): ``confidence`` makes a one-turn player (consultancy)
     rank the masks once by the judge's confidence, the same top k for every claim; A then
@@ -250,6 +324,7 @@ def solve_capabilities(
     n_columns = as_rule(rule).n_columns(n_classes)
     pairs = as_rule(rule).pair_columns  # B claims before play: no class bounds to prune with
     step = chunk_images or default_chunk_images(game, n_columns)
+    bound_plans = capability_bounds(game, capabilities)
 
     def chunk_values(chunk: np.ndarray, chunk_labels):
         leaf = leaf_columns(chunk, rule)
@@ -259,7 +334,7 @@ def solve_capabilities(
             leaf_aux = correct[:, None, :].astype(probs.dtype)
         # the class bounds cost two exact solves: worth it for grids, not for one capability
         if prune and len(plans) > 2 and not pairs and all(map(_monotone, capabilities)):
-            return _solve_candidates(leaf, leaf_aux, game, plans)
+            return _solve_candidates(leaf, leaf_aux, game, plans, bound_plans)
         return _solve_columns(leaf, leaf_aux, game, plans)
 
     return _solve_in_chunks(probs, labels, rule, step, chunk_values)
