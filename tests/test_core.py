@@ -506,6 +506,14 @@ def test_packed_sort_and_rank_first_sums_equal_the_plain_path(n, maximize, nonne
     assert (not again.flags.c_contiguous) == (n <= 1024)  # the rank-first layout was used
     for dtype in (np.float32, np.float64):
         np.testing.assert_array_equal(cumsum_last(again, dtype), np.cumsum(best, -1, dtype=dtype))
+    # float32 results are the float64 top-k averages rounded once (tie shares included)
+    reducers = [resolve(TopK(k), n) for k in sorted({1, max(1, n // 3), n - 1 or 1, n})]
+    entries = np.repeat(np.arange(rows), len(reducers))
+    ranked = RankedChildren(values, aux, maximize, nonneg)
+    v32, a32 = ranked.reduce_many(entries, reducers * rows, np.float32)
+    v64, a64 = ranked.reduce_many(entries, reducers * rows, np.float64)
+    np.testing.assert_array_equal(v32, v64.astype(np.float32))
+    np.testing.assert_array_equal(a32, a64.astype(np.float32))
 
 
 # --------------------------------------------------------------------------------------------

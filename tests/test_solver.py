@@ -272,7 +272,9 @@ def test_class_pruning_changes_nothing(rule):
 @pytest.mark.parametrize("rule", ["asym", "last_b"])
 def test_per_capability_class_bounds_change_nothing(moves, rule):
     """Top-k players only: the per-capability bounds (every minimising level uniform) prune
-    classes the global bounds keep, and every claim, value and judge accuracy is unchanged."""
+    classes the global bounds keep; every claim is unchanged, and every value and judge
+    accuracy up to the last float32 bit of a uniform play's sum (its order depends on which
+    entries are solved together, as in the batching test above)."""
     from debatelab.games.core import reveal_game
     from debatelab.games.solver import (
         _level_reducers,
@@ -292,8 +294,9 @@ def test_per_capability_class_bounds_change_nothing(moves, rule):
     caps = [(a, b) for a in (1, 2, 5, 70) for b in (1, 3, 70)] + [(Exact(), Uniform())]
     pruned = solve_capabilities(probs, 8, moves, caps, rule, labels, prune=True)
     full = solve_capabilities(probs, 8, moves, caps, rule, labels, prune=False)
+    np.testing.assert_array_equal(pruned["claim"], full["claim"])
     for key in full:
-        np.testing.assert_array_equal(pruned[key], full[key])
+        np.testing.assert_allclose(pruned[key], full[key], rtol=0, atol=1e-6)
     # the bounds do prune: fewer (image, class) pairs solved than under the global bounds alone
     game = reveal_game(8, moves)
     leaf = leaf_columns(probs, rule)
@@ -304,7 +307,7 @@ def test_per_capability_class_bounds_change_nothing(moves, rule):
     solved = np.isfinite(with_bounds[0]).sum()
     assert solved < np.isfinite(without[0]).sum()
     kept = np.isfinite(with_bounds)
-    np.testing.assert_array_equal(with_bounds[kept], without[kept])
+    np.testing.assert_allclose(with_bounds[kept], without[kept], rtol=0, atol=1e-6)
     # what the pruning rests on: each bound is at least its column's value at that capability
     upper, _ = _solve_columns(leaf, None, game, bounds)
     value, _ = _solve_columns(leaf, None, game, plans)

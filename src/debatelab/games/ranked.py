@@ -259,9 +259,7 @@ class RankedChildren:
                     auxes[i] = a
             return values, auxes
         top = np.flatnonzero(ks != -1)
-        if top.size == len(ks):  # every pair a top-k: divided straight into the outputs
-            self._top_k(entries, ks, out=(values, auxes))
-        elif top.size:
+        if top.size:
             v, a = self._top_k(entries[top], ks[top])
             values[top] = v
             if auxes is not None:
@@ -303,17 +301,12 @@ class RankedChildren:
             return value, None
         return value, (tie_shared(self.best[e], w) * self.aux[e]).sum(axis=-1)
 
-    def _top_k(self, entries: np.ndarray, ks: np.ndarray, out=None):
+    def _top_k(self, entries: np.ndarray, ks: np.ndarray):
         """Top-k averages for entry/k pairs; tie blocks straddling the cut share their mass.
-
-        ``out``: ``(values, auxes)`` arrays to fill (any float dtype: the float64 quotients are
-        rounded once, as when float64 results are assigned); default float64 arrays."""
-        if out is None:
-            shape = (len(entries),) + self.best.shape[1:-1]
-            value = np.empty(shape, dtype=np.float64)
-            aux = np.empty(shape, dtype=np.float64) if self.has_aux else None
-        else:
-            value, aux = out
+        Always float64: divided into float32 outputs, the shares would round differently."""
+        shape = (len(entries),) + self.best.shape[1:-1]
+        value = np.empty(shape, dtype=np.float64)
+        aux = np.empty(shape, dtype=np.float64) if self.has_aux else None
         all_rows = np.array_equal(entries, np.arange(len(self.best)))
         for k in np.unique(ks):
             pick = np.flatnonzero(ks == k)
