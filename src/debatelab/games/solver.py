@@ -304,9 +304,10 @@ def solve_capabilities(
     image, the classes that cannot be A's claim at any capability (see
     :func:`candidate_classes`), and with top-k, exact or uniform players then those whose upper
     bound at every capability (:func:`capability_bounds`) stays below the value of the class
-    with the best lower bound; the claims are unchanged and the values too, up to the last
-    float32 bit of a uniform play's sum (summed in another order when other entries share its
-    batch), and the solve is several times faster.
+    with the best lower bound. The values are unchanged up to the last float32 bit of a
+    uniform play's sum (summed in another order when other entries share its batch), so a claim
+    can change only where two classes tie to that bit (none did in the comparisons run), and the
+    solve is several times faster.
 
     ``ranking`` (see :data:`RANKINGS`): ``confidence`` makes a one-turn player (consultancy)
     rank the masks once by the judge's confidence, the same top k for every claim; A then
