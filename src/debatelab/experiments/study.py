@@ -53,14 +53,14 @@ class StudyConfig(SweepConfig):
     'start:stop:step'."""
     curves_images: str = "images"
     """Test images of the best-capability row: consultancy's curves and the debates' diagonals,
-    about 0.3-0.6 CPU-s per image on this project's 2-core machine (25-46 minutes per grey
+    about 0.25 CPU-s per image on this project's 2-core machine (about 22 minutes per grey
     variant on the full test set with --workers 2); 'images' (the default) takes those of
     --images, or a range as --images.
     The same range as --sweep-images reads the row from the sweep at no extra cost."""
     sweep_images: str = field(default="all", metadata=IMAGES)
     """Test images of the whole quantiliser sweep (heat maps, the curve figures, example
-    plays), as --images; it costs about 0.7 CPU-s per image (an hour per variant on the full
-    test set)."""
+    plays), as --images; it costs about 0.3 CPU-s per image (some 25 minutes per variant on
+    the full test set with --workers 2)."""
 
     def __post_init__(self):
         super().__post_init__()
