@@ -72,7 +72,11 @@ def test_the_plugin_variant_runs_the_study_end_to_end(site, tmp_path):
     assert m["n_images"] == 50 and m["sweep_n_images"] == 5
     assert m["gold_accuracy"] > 0.6  # the gold classifier sees whole images
     assert m["sparse_accuracy"] > 0.13  # 4 of 36 cells: well above chance (0.10)
-    assert m["perfect_accuracy"] >= m["ensemble_accuracy"] >= m["sparse_accuracy"]
+    # each image's most favourable mask beats a random one by far; the ensemble's edge over one
+    # random mask is an empirical effect a 2-epoch judge on 50 images need not show (0.200
+    # against 0.207 on one machine of this kind, the same with the solver before 2071c53)
+    assert m["perfect_accuracy"] > m["sparse_accuracy"] + 0.2
+    assert m["ensemble_accuracy"] > 0.13  # above chance (0.10)
     for protocol in ("consultancy", "debate2", "debate4"):
         assert 0.0 <= m[f"{protocol}_selection_accuracy"] <= 1.0
     report = (out / "report.md").read_text()

@@ -227,7 +227,8 @@ def _solve_candidates(leaf: np.ndarray, leaf_aux, game: Game, plans: list[tuple]
     first = lower.argmax(axis=1)
     lead = cand[np.arange(n_img), first]  # images whose best-lower-bound column is a candidate
     img1 = np.flatnonzero(lead)
-    fill(img1, first[img1])
+    if img1.size:
+        fill(img1, first[img1])
     others = cand.copy()
     others[img1, first[img1]] = False
     img, col = np.nonzero(others)
