@@ -273,9 +273,7 @@ def channel_cpu(page: Path) -> str:
     as ``docs/records/bits-sweep-D``): each protocol's bits arm beside its nested control, the
     difference with its binomial standard error, the published difference and entropy, the
     randomised-bit ablation; then the baselines on the same images."""
-    from math import hypot, sqrt
-
-    from debatelab.experiments.bits import ARMS, ChannelSweepConfig, _channels
+    from debatelab.experiments.bits import ARMS, ChannelSweepConfig, _channels, delta_standard_error
     from debatelab.reference import CHANNEL_DELTAS, CHANNEL_ENTROPY
 
     variants = ("fashionmnist-whitened", "cifar10")
@@ -298,7 +296,7 @@ def channel_cpu(page: Path) -> str:
         for protocol in protocols:
             bits, control = arms[(protocol, True, protocol)], arms[(protocol, False, protocol)]
             a, c = m[f"{bits}/judge"], m[f"{control}/judge"]
-            se = 100 * hypot(sqrt(a * (1 - a) / n), sqrt(c * (1 - c) / n))
+            se = 100 * delta_standard_error(a, c, n)
             entropy = f"{m[f'{bits}/codeword_entropy']:.2f}"
             published_h = CHANNEL_ENTROPY.get(variant, {}).get(protocol)
             cells["bits arm, judge accuracy"].append(_pct(a))

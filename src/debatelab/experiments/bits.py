@@ -363,6 +363,12 @@ def channel_deltas(configs: dict, results: dict) -> dict[str, float]:
     return out
 
 
+def delta_standard_error(bits: float, control: float, n_images: int) -> float:
+    """Binomial standard error of a bits arm's judge accuracy minus its control's (fractions),
+    the two counted as independent samples of ``n_images``."""
+    return float(np.hypot(*(np.sqrt(v * (1 - v) / n_images) for v in (bits, control))))
+
+
 def channel_report(config, configs, results, diagnostics, base, n_images) -> str:
     pct = lambda v: f"{100 * v:.2f}"  # noqa: E731
     se = lambda v: f"{100 * np.sqrt(max(v * (1 - v), 1e-12) / n_images):.2f}"  # noqa: E731
@@ -390,9 +396,7 @@ def channel_report(config, configs, results, diagnostics, base, n_images) -> str
             continue
         d = diagnostics[name]
         pair = results[name]["judge"] - deltas[cfg.protocol]  # the control's judge accuracy
-        se_delta = np.hypot(
-            *(np.sqrt(v * (1 - v) / n_images) for v in (pair, results[name]["judge"]))
-        )
+        se_delta = delta_standard_error(results[name]["judge"], pair, n_images)
         lines.append(f"| {cfg.protocol} | {100 * deltas[cfg.protocol]:+.2f} "
                      f"({100 * se_delta:.2f}) | "
                      f"{pub_d.get(cfg.protocol, '-')} | {d['codeword_entropy']:.2f} | "
