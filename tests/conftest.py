@@ -39,6 +39,15 @@ def _no_run_log_outlives_its_test():
         log.close("error", "the test ended with the run folder open")
 
 
+def shared_folder(tmp_path_factory, name: str) -> Path:
+    """A folder of this test session that every pytest-xdist worker sees (guard what is built
+    in it with a file lock beside it)."""
+    root = tmp_path_factory.getbasetemp()
+    if "PYTEST_XDIST_WORKER" in os.environ:  # each worker's base is a child of the session's
+        root = root.parent
+    return root / name
+
+
 @pytest.fixture(scope="session")
 def data_root() -> Path:
     """$DEBATELAB_DATA, else the project's offline copy beside the repo, else the default data
@@ -94,13 +103,22 @@ def demo_judges(data_root, mnist, tmp_path_factory):
     """Real MNIST judges trained briefly (one epoch on 20,000 images each; the pixel judge for
     K = 4 only) and learned debaters for K = 4, as cached checkpoints: good enough to read a
     drawn 1, quick to train."""
+    from filelock import FileLock
+
+    # every xdist worker needs these (the demo's tests run on both): the first trains them into
+    # a cache they share, the others wait for its lock and load them (45 s of training each)
+    cache = shared_folder(tmp_path_factory, "demo-cache")
+    with FileLock(f"{cache}.lock"):
+        return _train_demo_judges(data_root, mnist, cache)
+
+
+def _train_demo_judges(data_root, mnist, cache: Path) -> dict:
     from debatelab.data import load_raw
     from debatelab.experiments.agents import DebaterTrainConfig, load_debaters, train_debaters
     from debatelab.judges import TrainConfig, get_judge
     from debatelab.judges.pixel import PixelJudge, PixelTrainConfig, get_pixel_judge
     from debatelab.judges.train import cached_judge
 
-    cache = tmp_path_factory.mktemp("demo-cache")
     quick = {"epochs": 1, "train_limit": 20_000}
     pixel4 = get_pixel_judge(PixelTrainConfig(pixels=4, **quick), data_root, cache,
                              progress=False)  # fmt: skip

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import cpu_share
+from conftest import cpu_share, shared_folder
 from debatelab.runlog import read_log, sittings_wall_time
 
 #: History and metric keys that hold wall times: they differ between any two runs.
@@ -145,11 +145,6 @@ def the(pattern: str, folder: Path) -> Path:
 
 
 # ---------- shared prerequisites ----------
-def _shared_folder(tmp_path_factory, name: str) -> Path:
-    root = tmp_path_factory.getbasetemp()
-    if "PYTEST_XDIST_WORKER" in os.environ:  # one folder for every worker of this session
-        root = root.parent
-    return root / name
 
 
 @pytest.fixture(scope="session")
@@ -158,7 +153,7 @@ def pixel_judge(tmp_path_factory, data_root) -> Path:
     and `agents train --judge-epochs 1` use: trained once for all xdist workers (a file lock)."""
     from filelock import FileLock
 
-    folder = _shared_folder(tmp_path_factory, "kill-resume-pixel-judge")
+    folder = shared_folder(tmp_path_factory, "kill-resume-pixel-judge")
     with FileLock(f"{folder}.lock"):
         if not (folder / "ready").exists():
             folder.mkdir(exist_ok=True)
