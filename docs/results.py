@@ -205,33 +205,59 @@ def study_best(page: Path) -> str:
     return _study_table(table, rows, links)
 
 
+def _spread(rows: list[dict], key: str) -> str:
+    """``key`` over ``rows``: mean ± sample standard deviation (range), or the one value."""
+    from statistics import mean, stdev
+
+    values = [float(r[key]) for r in rows]
+    if len(values) == 1:
+        return f"{values[0]:.2f}"
+    return f"{mean(values):.2f} ± {stdev(values):.2f} ({min(values):.2f} to {max(values):.2f})"
+
+
 def judge_seeds(page: Path) -> str:
     """Gold and sparse test accuracy per variant and batch size over the seeds in
     ``judge-batch-size.csv``: mean, sample standard deviation and range."""
-    from statistics import mean, stdev
-
     path = DOCS / "measurements" / "judge-batch-size.csv"
     groups: dict[tuple[str, str], list[dict]] = {}
     for r in _csv_rows(path):
         groups.setdefault((r["variant"], r["batch_size"]), []).append(r)
-
-    def spread(rows: list[dict], key: str) -> str:
-        values = [float(r[key]) for r in rows]
-        if len(values) == 1:
-            return f"{values[0]:.2f}"
-        return (f"{mean(values):.2f} ± {stdev(values):.2f} ({min(values):.2f} to "
-                f"{max(values):.2f})")  # fmt: skip
-
     lines = ["| variant | batch size | seeds | gold | sparse (Monte Carlo) |",
              "|---|---|---|---|---|"]  # fmt: skip
     for (variant, batch), rows in groups.items():
         seeds = ", ".join(r["seed"] for r in rows)
-        lines.append(f"| {variant} | {batch} | {seeds} | {spread(rows, 'gold_pct')} | "
-                     f"{spread(rows, 'sparse_pct')} |")  # fmt: skip
+        lines.append(f"| {variant} | {batch} | {seeds} | {_spread(rows, 'gold_pct')} | "
+                     f"{_spread(rows, 'sparse_pct')} |")  # fmt: skip
     return (
         "\n".join(lines) + f"\n\n(Rows: {_link(path, page, path.name)}; mean ± sample "
         "standard deviation over seeds, and the range.)\n"
     )
+
+
+def exact_play_seeds(page: Path) -> str:
+    """The setup table's exact columns per judge seed (``exact-play-seeds.csv``, rows of
+    ``docs/exact_play_seeds.py``), a row per seed and their spread per variant, batch size and
+    images."""
+    from debatelab.reference import published_setup
+
+    path = DOCS / "measurements" / "exact-play-seeds.csv"
+    columns = ["sparse", "ensemble", "cons", "D2t", "D4t", "J2t", "J4t"]
+    groups: dict[tuple[str, str, str], list[dict]] = {}
+    for r in _csv_rows(path):
+        groups.setdefault((r["variant"], r["batch_size"], r["images"]), []).append(r)
+    lines = ["| variant | judges | images | " + " | ".join(columns) + " |",
+             "|---|---|---|" + "---|" * len(columns)]  # fmt: skip
+    for (variant, batch, images), rows in groups.items():
+        published = published_setup(variant)
+        lines.append(f"| {variant} | published | full test set | "
+                     + " | ".join(f"{published[c]:.2f}" for c in columns) + " |")  # fmt: skip
+        for r in rows:
+            lines.append(f"| | seed {r['seed']}, batch {batch} | {images} | "
+                         + " | ".join(r[c] for c in columns) + " |")  # fmt: skip
+        if len(rows) > 1:
+            lines.append(f"| | {len(rows)} seeds: mean ± sd (range) | {images} | "
+                         + " | ".join(_spread(rows, c) for c in columns) + " |")  # fmt: skip
+    return "\n".join(lines) + f"\n\n(Rows: {_link(path, page, path.name)}.)\n"
 
 
 def pixel_paper_judge(page: Path) -> str:
@@ -339,7 +365,7 @@ def channel_cpu(page: Path) -> str:
 TABLES = {"headline": headline, "pools-grid": pools_grid, "pools-contrasts": pools_contrasts,
           "d1-protocols": d1_protocols, "study-setup": study_setup, "study-best": study_best,
           "judge-seeds": judge_seeds, "pixel-paper-judge": pixel_paper_judge,
-          "channel-cpu": channel_cpu}  # fmt: skip
+          "channel-cpu": channel_cpu, "exact-play-seeds": exact_play_seeds}  # fmt: skip
 
 
 def render(name: str, page: Path) -> str:
