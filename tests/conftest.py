@@ -109,10 +109,10 @@ def demo_judges(data_root, mnist, tmp_path_factory):
     # a cache they share, the others wait for its lock and load them (45 s of training each)
     cache = shared_folder(tmp_path_factory, "demo-cache")
     with FileLock(f"{cache}.lock"):
-        return _train_demo_judges(data_root, mnist, cache)
+        return _load_or_train_demo_judges(data_root, mnist, cache)
 
 
-def _train_demo_judges(data_root, mnist, cache: Path) -> dict:
+def _load_or_train_demo_judges(data_root, mnist, cache: Path) -> dict:
     from debatelab.data import load_raw
     from debatelab.experiments.agents import DebaterTrainConfig, load_debaters, train_debaters
     from debatelab.judges import TrainConfig, get_judge
