@@ -21,10 +21,10 @@ from pathlib import Path
 
 from measured import report_row
 
-COLUMNS = {"sparse": "sparse_accuracy", "ensemble": "ensemble_accuracy",
-           "cons": "consultancy_selection_accuracy", "D2t": "debate2_selection_accuracy",
-           "D4t": "debate4_selection_accuracy", "J2t": "debate2_judge_accuracy",
-           "J4t": "debate4_judge_accuracy"}  # fmt: skip
+from debatelab.report.tables import SETUP_KEYS
+
+#: The setup table's columns this script keeps (the gold classifier does not depend on masks)
+COLUMNS = ("sparse", "ensemble", "cons", "D2t", "D4t", "J2t", "J4t")
 HEADER = "variant,batch_size,seed,images," + ",".join(COLUMNS) + ",commit"
 
 
@@ -43,7 +43,7 @@ def main() -> None:
                "--images", args.images, "--quiet", "--out", str(out)]  # fmt: skip
     subprocess.run(command, check=True)
     metrics = json.loads((out / "metrics.json").read_text())
-    cells = [f"{100 * metrics[key]:.2f}" for key in COLUMNS.values()]
+    cells = [f"{100 * metrics[SETUP_KEYS[column]]:.2f}" for column in COLUMNS]
     report_row([args.variant, str(args.batch_size), str(args.seed), args.images, *cells],
                args.append, HEADER)  # fmt: skip
 

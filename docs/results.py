@@ -238,12 +238,13 @@ def exact_play_seeds(page: Path) -> str:
     """The setup table's exact columns per judge seed (``exact-play-seeds.csv``, rows of
     ``docs/exact_play_seeds.py``), a row per seed and their spread per variant, batch size and
     images."""
-    from debatelab.reference import published_setup
+    from debatelab.reference import SETUP_COLUMNS, published_setup
 
     path = DOCS / "measurements" / "exact-play-seeds.csv"
-    columns = ["sparse", "ensemble", "cons", "D2t", "D4t", "J2t", "J4t"]
+    rows = _csv_rows(path)
+    columns = [c for c in SETUP_COLUMNS if c in rows[0]]  # those the script keeps
     groups: dict[tuple[str, str, str], list[dict]] = {}
-    for r in _csv_rows(path):
+    for r in rows:
         groups.setdefault((r["variant"], r["batch_size"], r["images"]), []).append(r)
     lines = ["| variant | judges | images | " + " | ".join(columns) + " |",
              "|---|---|---|" + "---|" * len(columns)]  # fmt: skip

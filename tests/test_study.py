@@ -77,8 +77,8 @@ def test_study_on_a_slice_of_cifar10(tmp_path, data_root, monkeypatch):
     points on 100 raw images and the whitened judge's perfect column fell below its ensemble:
     the orderings need a judge that has learnt something). Measured with these settings (raw /
     whitened): gold 59.0 / 41.5 %, debate over consultancy by 11.5 / 6.0 points or more,
-    perfect - ensemble 13.0 / 14.0, ensemble - sparse 9.9 / 5.6; on the whole training set (twice
-    the time, 16 of the slow suite's 22 minutes) 5.5 / 4.0, 18.5 / 16.5, 9.4 / 4.9. REFERENCE
+    perfect - ensemble 13.0 / 14.0, ensemble - sparse 9.9 / 5.6; on the whole training set (1.7
+    times the time, 16 of the slow suite's 22 minutes) 5.5 / 4.0, 18.5 / 16.5, 9.4 / 4.9. REFERENCE
     B's gaps on the full test sets: debate over consultancy by 7.0 and 8.8 points, perfect -
     ensemble 21.1 and 23.0, ensemble - sparse 9.8 and 13.3."""
     args = ["--variants", ",".join(CIFAR), "--images", "0:10000:50",
