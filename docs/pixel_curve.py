@@ -50,6 +50,11 @@ def pooled(runs: list[Path], pixels: int) -> list[dict]:
         m["judge"] = config.get("judge", DEFAULT_JUDGE)
         if m["pixels"] != pixels:
             continue
+        manifest = json.loads((run / "manifest.json").read_text())
+        m["wall_s"] = manifest.get("wall_time_total_s", manifest["wall_time_s"])
+        # the count covers one sitting only: a resumed run's total is unknown
+        evaluations = m.get("judge_evaluations_this_session")
+        m["judge_evaluations"] = evaluations if manifest.get("sittings", 1) == 1 else None
         k = key(m)
         if k in groups:  # pool disjoint image ranges of the same setting
             g, n = groups[k], groups[k]["n_images"] + m["n_images"]
@@ -59,12 +64,26 @@ def pooled(runs: list[Path], pixels: int) -> list[dict]:
                 else:
                     g.pop(name, None)
             g["n_images"] = n
+            g["wall_s"] += m["wall_s"]
+            both = (g["judge_evaluations"], m["judge_evaluations"])
+            g["judge_evaluations"] = None if None in both else sum(both)
             continue
-        groups[k] = dict(m)
+        groups[k] = {**m, "remark": ""}
     return list(groups.values())
 
 
-COLUMNS = ["pixels", "first", "agent", "rollouts", "judge", "n_images", *RATES.values()]
+COLUMNS = [
+    "pixels",
+    "first",
+    "agent",
+    "rollouts",
+    "judge",
+    "n_images",
+    *RATES.values(),
+    "wall_s",
+    "judge_evaluations",
+    "remark",
+]
 DEFAULT_JUDGE = "nonzero"
 """`debatelab pixels --judge`'s default, the judge of the rollout curve."""
 COMMENT_MARK = "#"
@@ -80,6 +99,9 @@ def read_table(path: Path) -> tuple[list[str], list[dict]]:
              "rollouts": int(r["rollouts"]) if r["rollouts"] else None,
              "judge": r.get("judge") or DEFAULT_JUDGE, "n_images": int(r["n_images"])}  # fmt: skip
         m.update({name: float(r[name]) for name in RATES.values() if r.get(name)})
+        m["wall_s"] = float(r["wall_s"]) if r.get("wall_s") else None
+        m["judge_evaluations"] = int(r["judge_evaluations"]) if r.get("judge_evaluations") else None
+        m["remark"] = r.get("remark", "")
         rows.append(m)
     return comments, rows
 
@@ -96,7 +118,10 @@ def write_table(path: Path, comments: list[str], rows: list[dict]) -> None:
         writer.writeheader()
         for m in order:
             rates = {name: f"{m[name]:.4f}" for name in RATES.values() if name in m}
-            writer.writerow({**m, **rates, "rollouts": m["rollouts"] or ""})
+            cost = {"wall_s": "" if m["wall_s"] is None else f"{m['wall_s']:.0f}",
+                    "judge_evaluations": "" if m["judge_evaluations"] is None
+                    else m["judge_evaluations"]}  # fmt: skip
+            writer.writerow({**m, **rates, **cost, "rollouts": m["rollouts"] or ""})
 
 
 def se(p: float, n: int) -> float:

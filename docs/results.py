@@ -295,6 +295,56 @@ def pixel_paper_judge(page: Path) -> str:
     )
 
 
+def _wall(seconds: float) -> str:
+    if seconds < 600:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.1f}".removesuffix(".0") + " min"
+
+
+def pixel_rollouts(page: Path, pixels: str) -> str:
+    """The pixel debate in front of the default judge at K = ``pixels``, every agent and turn
+    order: honest wins with their binomial standard errors, the run's wall time and judge
+    evaluations (``pixel_rollouts.csv``, the rows ``docs/pixel_curve.py --append`` keeps)."""
+    from debatelab.experiments.pixels import PUBLISHED as PIXELS_PUBLISHED
+
+    path = DOCS / "pixel_rollouts.csv"
+    rows = [r for r in _csv_rows(path) if r["pixels"] == pixels and r["judge"] == "nonzero"]
+    rows.sort(key=lambda r: (r["first"] != "liar", r["agent"] != "mcts", r["agent"],
+                             int(r["rollouts"] or 0)))  # fmt: skip
+    published = PIXELS_PUBLISHED[int(pixels)]["debate"]
+    counted = any(r["judge_evaluations"] for r in rows)
+    nearest = min(
+        (r for r in rows if r["first"] == "liar"),
+        key=lambda r: abs(100 * float(r["honest_win_rate_precommit"]) - published),
+    )
+
+    def rate(r: dict, key: str, bold: bool = False) -> str:
+        p, n = float(r[key]), int(r["n_images"])
+        value = f"**{100 * p:.1f}**" if bold else f"{100 * p:.1f}"
+        return f"{value} ({100 * (p * (1 - p) / n) ** 0.5:.1f})"
+
+    head = ["first", "agents (MCTS: rollouts per move)", "honest wins, precommit", "no precommit",
+            "wall"] + ["judge evaluations"] * counted  # fmt: skip
+    lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+    for r in rows:
+        agent = f"MCTS, {int(r['rollouts']):,}" if r["agent"] == "mcts" else r["agent"]
+        if r["n_images"] != "500":
+            agent += f", images 0:{r['n_images']}"
+        wall = _wall(float(r["wall_s"])) if r["wall_s"] else "-"
+        wall += f" ({r['remark']})" if r["remark"] else ""
+        cells = [r["first"], agent, rate(r, "honest_win_rate_precommit", r is nearest),
+                 rate(r, "honest_win_rate_no_precommit"), wall]  # fmt: skip
+        if counted:
+            cells.append(f"{int(r['judge_evaluations']) / 1e6:.2f} M" if r["judge_evaluations"]
+                         else "")  # fmt: skip
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("| published (10,000 rollouts) | | " + f"{published}" + " |" * (len(head) - 2))
+    return (
+        "\n".join(lines) + f"\n\n(Rows: {_link(path, page, path.name)}; in bold the liar-first "
+        "rate nearest the published one.)\n"
+    )
+
+
 def channel_cpu(page: Path) -> str:
     """The argument channel under the cpu preset (``debatelab bits sweep --dataset D``, recorded
     as ``docs/records/bits-sweep-D``): each protocol's bits arm beside its nested control, the
@@ -366,7 +416,8 @@ def channel_cpu(page: Path) -> str:
 TABLES = {"headline": headline, "pools-grid": pools_grid, "pools-contrasts": pools_contrasts,
           "d1-protocols": d1_protocols, "study-setup": study_setup, "study-best": study_best,
           "judge-seeds": judge_seeds, "pixel-paper-judge": pixel_paper_judge,
-          "channel-cpu": channel_cpu, "exact-play-seeds": exact_play_seeds}  # fmt: skip
+          "channel-cpu": channel_cpu, "exact-play-seeds": exact_play_seeds,
+          "pixel-rollouts": pixel_rollouts}  # fmt: skip
 
 
 def render(name: str, page: Path) -> str:
