@@ -149,6 +149,38 @@ def d1_protocols(page: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def judges_sweep(page: Path, run: str) -> str:
+    """A 13-judge sweep (``debatelab judges sweep``, recorded as ``docs/records/RUN``): judge /
+    selection accuracy of each rule's debate and control judges with the published numbers
+    beside them, consultancy's below, and the judges' training time."""
+    from debatelab.reference import TRAINED_JUDGES
+
+    m, config = metrics(run), json.loads((RUNS / run / "config.json").read_text())
+    published = TRAINED_JUDGES.get((config["design"], config["variant"]), {})
+    files = {"asym": "asym", "sym": "sym", "last_b": "lastdig"}  # the published file stems
+
+    def cell(name: str, key: tuple) -> str:
+        ours = " / ".join(_pct1(m[f"{name}/{k}"]) for k in ("judge", "selection"))
+        pub = published.get(key, {})
+        theirs = " / ".join(f"{pub[k]:.2f}" if k in pub else "-" for k in ("judge", "selection"))
+        return f"{ours} ({theirs})" if pub else ours
+
+    columns = [(kind, turns) for kind in ("debate", "control") for turns in (2, 4)]
+    lines = ["| rule | " + " | ".join(f"{kind} {turns}t" for kind, turns in columns) + " |",
+             "|---" * (len(columns) + 1) + "|"]  # fmt: skip
+    for rule, stem in files.items():
+        cells = [cell(f"{kind}_{turns}turn_{stem}", (f"debate{turns}", rule, kind == "control"))
+                 for kind, turns in columns]  # fmt: skip
+        lines.append(f"| {rule} | " + " | ".join(cells) + " |")
+    walls = [v for k, v in m.items() if k.endswith("/wall_seconds")]
+    record = _link(RUNS / run / "metrics.json", page, run)
+    return (
+        "\n".join(lines) + f"\n\nConsultancy: {cell('consultancy', ('consultancy', 'asym', False))}"
+        f". Training: {len(walls)} judges, {min(walls) / 60:.1f} to {max(walls) / 60:.1f} min each, "
+        f"{sum(walls) / 3600:.2f} judge-hours (record: {record}).\n"
+    )
+
+
 def _study_rows(page: Path, columns_of) -> tuple[list, list[str]]:
     """Per dataset variant recorded as ``docs/records/study-<variant>`` (``--record
     STUDY_FOLDER/<variant> study-<variant>``): (name, published row, our row) for
@@ -417,7 +449,7 @@ TABLES = {"headline": headline, "pools-grid": pools_grid, "pools-contrasts": poo
           "d1-protocols": d1_protocols, "study-setup": study_setup, "study-best": study_best,
           "judge-seeds": judge_seeds, "pixel-paper-judge": pixel_paper_judge,
           "channel-cpu": channel_cpu, "exact-play-seeds": exact_play_seeds,
-          "pixel-rollouts": pixel_rollouts}  # fmt: skip
+          "pixel-rollouts": pixel_rollouts, "judges-sweep": judges_sweep}  # fmt: skip
 
 
 def render(name: str, page: Path) -> str:
