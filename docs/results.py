@@ -153,11 +153,11 @@ def judges_sweep(page: Path, run: str) -> str:
     """A 13-judge sweep (``debatelab judges sweep``, recorded as ``docs/records/RUN``): judge /
     selection accuracy of each rule's debate and control judges with the published numbers
     beside them, consultancy's below, and the judges' training time."""
+    from debatelab.judges.onpolicy import RULE_FILE_NAMES
     from debatelab.reference import TRAINED_JUDGES
 
     m, config = metrics(run), json.loads((RUNS / run / "config.json").read_text())
     published = TRAINED_JUDGES.get((config["design"], config["variant"]), {})
-    files = {"asym": "asym", "sym": "sym", "last_b": "lastdig"}  # the published file stems
 
     def cell(name: str, key: tuple) -> str:
         ours = " / ".join(_pct1(m[f"{name}/{k}"]) for k in ("judge", "selection"))
@@ -168,7 +168,7 @@ def judges_sweep(page: Path, run: str) -> str:
     columns = [(kind, turns) for kind in ("debate", "control") for turns in (2, 4)]
     lines = ["| rule | " + " | ".join(f"{kind} {turns}t" for kind, turns in columns) + " |",
              "|---" * (len(columns) + 1) + "|"]  # fmt: skip
-    for rule, stem in files.items():
+    for rule, stem in RULE_FILE_NAMES.items():  # stem: as in the published judges' file names
         cells = [cell(f"{kind}_{turns}turn_{stem}", (f"debate{turns}", rule, kind == "control"))
                  for kind, turns in columns]  # fmt: skip
         lines.append(f"| {rule} | " + " | ".join(cells) + " |")
