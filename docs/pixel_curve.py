@@ -72,18 +72,8 @@ def pooled(runs: list[Path], pixels: int) -> list[dict]:
     return list(groups.values())
 
 
-COLUMNS = [
-    "pixels",
-    "first",
-    "agent",
-    "rollouts",
-    "judge",
-    "n_images",
-    *RATES.values(),
-    "wall_s",
-    "judge_evaluations",
-    "remark",
-]
+COLUMNS = ["pixels", "first", "agent", "rollouts", "judge", "n_images", *RATES.values(), "wall_s",
+           "judge_evaluations", "remark"]  # fmt: skip
 DEFAULT_JUDGE = "nonzero"
 """`debatelab pixels --judge`'s default, the judge of the rollout curve."""
 COMMENT_MARK = "#"
