@@ -202,6 +202,20 @@ def pixel_stand_ins(monkeypatch):
     return x, y
 
 
+@pytest.fixture(scope="session")
+def docs_module():
+    """A loader of the scripts under docs/ (not a package): ``docs_module("results")``."""
+    import importlib.util
+
+    def load(name: str):
+        spec = importlib.util.spec_from_file_location(f"docs_{name}", REPO / "docs" / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    return load
+
+
 # ---------- the demo page in Debian's chromium (test_web_browser, test_site_browser) ----------
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
 CHROMIUM = os.environ.get("DEBATELAB_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"

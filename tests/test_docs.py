@@ -4,7 +4,6 @@ and README stays a front page."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from pathlib import Path
@@ -15,11 +14,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def results():
-    spec = importlib.util.spec_from_file_location("docs_results", REPO / "docs" / "results.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def results(docs_module):
+    return docs_module("results")
 
 
 def test_every_results_table_is_its_rendering_from_the_records(results):

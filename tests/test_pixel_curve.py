@@ -2,29 +2,19 @@
 runs over disjoint image ranges pool into one row with their rates weighted by images and
 their wall times and judge evaluations summed, and the docs' tables render from those rows."""
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from debatelab.cli import main
 
-REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
-def _docs_module(name: str):
-    spec = importlib.util.spec_from_file_location(f"docs_{name}", REPO / "docs" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_runs_pool_into_a_row_that_renders_in_the_docs_table(pixel_stand_ins, tmp_path,
-                                                            monkeypatch):  # fmt: skip
-    curve, results = _docs_module("pixel_curve"), _docs_module("results")
+def test_runs_pool_into_a_row_that_renders_in_the_docs_table(pixel_stand_ins, docs_module,
+                                                            tmp_path, monkeypatch):  # fmt: skip
+    curve, results = docs_module("pixel_curve"), docs_module("results")
     runs = [tmp_path / "a", tmp_path / "b"]
     for run, images in zip(runs, ("0:3", "3:8"), strict=True):
         args = ["pixels", "--pixels", "2", "--rollouts", "3", "--images", images, "--out",
