@@ -293,6 +293,22 @@ def exact_play_seeds(page: Path) -> str:
     return "\n".join(lines) + f"\n\n(Rows: {_link(path, page, path.name)}.)\n"
 
 
+def seed_intervals(page: Path) -> str:
+    """Each exact-play and best-capability cell against the spread of our judge seeds
+    (``seed-intervals.csv``, rows of ``docs/seed_interval.py``): the published value inside or
+    outside the interval that holds about 95 % of new seeds' full-set values."""
+    path = DOCS / "measurements" / "seed-intervals.csv"
+    lines = ["| variant | cell | seeds on the shared images: mean ± sd | sd of the seed | sd of "
+             "the images | seed 0, full set | a new seed, full set: centre (95 % interval) | "
+             "published | inside |", "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for r in _csv_rows(path):
+        lines.append(f"| {r['variant']} | {r['cell']} | {r['seeds_mean']} ± {r['seeds_sd']} "
+                     f"({r['seeds']} seeds, images {r['images']}) | {r['sd_seed']} | "
+                     f"{r['sd_image']} | {r['seed0_full']} | {r['centre']} ({r['low']} to "
+                     f"{r['high']}) | {r['published']} | {r['inside']} |")  # fmt: skip
+    return "\n".join(lines) + f"\n\n(Rows: {_link(path, page, path.name)}; percent.)\n"
+
+
 def pixel_paper_judge(page: Path) -> str:
     """The 2018 pixel judge trained with the paper's recipe (``debatelab train --kind pixel-paper
     --pixels K``, recorded as ``docs/records/train-pixel-paper-K``) against the paper, and the
@@ -449,7 +465,8 @@ TABLES = {"headline": headline, "pools-grid": pools_grid, "pools-contrasts": poo
           "d1-protocols": d1_protocols, "study-setup": study_setup, "study-best": study_best,
           "judge-seeds": judge_seeds, "pixel-paper-judge": pixel_paper_judge,
           "channel-cpu": channel_cpu, "exact-play-seeds": exact_play_seeds,
-          "pixel-rollouts": pixel_rollouts, "judges-sweep": judges_sweep}  # fmt: skip
+          "pixel-rollouts": pixel_rollouts, "judges-sweep": judges_sweep,
+          "seed-intervals": seed_intervals}  # fmt: skip
 
 
 def render(name: str, page: Path) -> str:

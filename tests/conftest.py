@@ -204,8 +204,13 @@ def pixel_stand_ins(monkeypatch):
 
 @pytest.fixture(scope="session")
 def docs_module():
-    """A loader of the scripts under docs/ (not a package): ``docs_module("results")``."""
+    """A loader of the scripts under docs/ (not a package): ``docs_module("results")``; their
+    shared helper ``measured`` is found beside them, as when they run as scripts."""
     import importlib.util
+    import sys
+
+    if str(REPO / "docs") not in sys.path:
+        sys.path.append(str(REPO / "docs"))
 
     def load(name: str):
         spec = importlib.util.spec_from_file_location(f"docs_{name}", REPO / "docs" / f"{name}.py")
