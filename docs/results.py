@@ -301,12 +301,16 @@ def seed_intervals(page: Path) -> str:
     lines = ["| variant | cell | seeds on the shared images: mean ± sd | sd of the seed | sd of "
              "the images | seed 0, full set | a new seed, full set: centre (95 % interval) | "
              "published | inside |", "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    shown, groups = None, {}
     for r in _csv_rows(path):
-        lines.append(f"| {r['variant']} | {r['cell']} | {r['seeds_mean']} ± {r['seeds_sd']} "
-                     f"({r['seeds']} seeds, images {r['images']}) | {r['sd_seed']} | "
-                     f"{r['sd_image']} | {r['seed0_full']} | {r['centre']} ({r['low']} to "
-                     f"{r['high']}) | {r['published']} | {r['inside']} |")  # fmt: skip
-    return "\n".join(lines) + f"\n\n(Rows: {_link(path, page, path.name)}; percent.)\n"
+        variant, shown = ("" if r["variant"] == shown else r["variant"]), r["variant"]
+        lines.append(f"| {variant} | {r['cell']} | {r['seeds_mean']} ± {r['seeds_sd']} | "
+                     f"{r['sd_seed']} | {r['sd_image']} | {r['seed0_full']} | {r['centre']} "
+                     f"({r['low']} to {r['high']}) | {r['published']} | {r['inside']} |")  # fmt: skip
+        groups.setdefault((r["seeds"], r["images"]), []).append(r["variant"])
+    shared = "; ".join(f"{', '.join(dict.fromkeys(v))}: seeds 0 to {int(n) - 1}, images {i}"
+                       for (n, i), v in groups.items())  # fmt: skip
+    return "\n".join(lines) + f"\n\n({shared}. Rows: {_link(path, page, path.name)}; percent.)\n"
 
 
 def pixel_paper_judge(page: Path) -> str:
