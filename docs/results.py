@@ -215,6 +215,27 @@ def study_setup(page: Path) -> str:
     return _study_table(paired_table(list(SETUP_COLUMNS), rows), rows, links)
 
 
+def study_contrast(page: Path) -> str:
+    """The post's main contrast from the recorded study variants: how far consultancy's exact
+    play falls below the ensemble (zero capability), and where each debate's ends against it."""
+    from debatelab.reference import SETUP_COLUMNS
+    from debatelab.report.tables import SETUP_KEYS
+
+    def contrast(values: dict[str, float]) -> list[float]:
+        ensemble = values["ensemble"]
+        return [ensemble - values["cons"], values["D2t"] - ensemble, values["D4t"] - ensemble]
+
+    rows, links = _study_rows(page, lambda declared, m: (
+        contrast(dict(zip(SETUP_COLUMNS, declared.published_setup, strict=True))),
+        contrast({c: 100 * m[SETUP_KEYS[c]] for c in SETUP_COLUMNS})))  # fmt: skip
+    lines = ["| variant | cons drop | (published) | D2t - ensemble | (published) | D4t - ensemble "
+             "| (published) |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for variant, published, ours in rows:
+        lines.append(f"| {variant} | " + " | ".join(f"{o:+.2f} | {p:+.2f}" for o, p in
+                                                    zip(ours, published, strict=True)) + " |")  # fmt: skip
+    return _study_table("\n".join(lines), rows, links)
+
+
 def _study_table(table: str, rows: list, links: list[str]) -> str:
     from debatelab.data.variants import BUILTIN_VARIANTS
 
@@ -467,6 +488,7 @@ def channel_cpu(page: Path) -> str:
 #: ``kind:arg`` calls ``kind``'s renderer with ``arg``.
 TABLES = {"headline": headline, "pools-grid": pools_grid, "pools-contrasts": pools_contrasts,
           "d1-protocols": d1_protocols, "study-setup": study_setup, "study-best": study_best,
+          "study-contrast": study_contrast,
           "judge-seeds": judge_seeds, "pixel-paper-judge": pixel_paper_judge,
           "channel-cpu": channel_cpu, "exact-play-seeds": exact_play_seeds,
           "pixel-rollouts": pixel_rollouts, "judges-sweep": judges_sweep,
