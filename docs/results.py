@@ -418,6 +418,37 @@ def pixel_rollouts(page: Path, pixels: str) -> str:
     )
 
 
+def pixel_orders(page: Path, rollouts: str) -> str:
+    """Both turn orders of the pixel debate at ``rollouts`` per move, per K: the honest-first
+    row beside the liar-first one (``pixel_rollouts.csv``)."""
+    path = DOCS / "pixel_rollouts.csv"
+    rows = {
+        (r["pixels"], r["first"]): r
+        for r in _csv_rows(path)
+        if r["agent"] == "mcts" and r["rollouts"] == rollouts and r["judge"] == "nonzero"
+    }
+    lines = ["| K | honest first: images | honest wins, precommit | no precommit | liar first: "
+             "images | precommit | no precommit | wall, honest first |",
+             "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+
+    def rate(r: dict, key: str) -> str:
+        p, n = float(r[key]), int(r["n_images"])
+        return f"{100 * p:.1f} ({100 * (p * (1 - p) / n) ** 0.5:.1f})"
+
+    for k in sorted({k for k, first in rows if first == "honest"}, key=int, reverse=True):
+        honest, liar = rows[(k, "honest")], rows.get((k, "liar"))
+        cells = [k, f"0:{honest['n_images']}", rate(honest, "honest_win_rate_precommit"),
+                 rate(honest, "honest_win_rate_no_precommit")]  # fmt: skip
+        cells += ([f"0:{liar['n_images']}", rate(liar, "honest_win_rate_precommit"),
+                   rate(liar, "honest_win_rate_no_precommit")] if liar else ["", "", ""])  # fmt: skip
+        cells.append(_wall(float(honest["wall_s"])) if honest["wall_s"] else "-")
+        lines.append("| " + " | ".join(cells) + " |")
+    return (
+        "\n".join(lines) + f"\n\n(MCTS, {int(rollouts):,} rollouts per move, the default judge; "
+        f"standard errors in brackets; rows: {_link(path, page, path.name)}.)\n"
+    )
+
+
 def channel_cpu(page: Path) -> str:
     """The argument channel under the cpu preset (``debatelab bits sweep --dataset D``, recorded
     as ``docs/records/bits-sweep-D``): each protocol's bits arm beside its nested control, the
@@ -491,7 +522,8 @@ TABLES = {"headline": headline, "pools-grid": pools_grid, "pools-contrasts": poo
           "study-contrast": study_contrast,
           "judge-seeds": judge_seeds, "pixel-paper-judge": pixel_paper_judge,
           "channel-cpu": channel_cpu, "exact-play-seeds": exact_play_seeds,
-          "pixel-rollouts": pixel_rollouts, "judges-sweep": judges_sweep,
+          "pixel-rollouts": pixel_rollouts, "pixel-orders": pixel_orders,
+          "judges-sweep": judges_sweep,
           "seed-intervals": seed_intervals}  # fmt: skip
 
 
