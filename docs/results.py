@@ -287,6 +287,69 @@ def judge_seeds(page: Path) -> str:
     )
 
 
+def judge_batch_size(page: Path) -> str:
+    """Seed 0's judges at batch 256 and 128 beside the published ones, per variant measured at
+    both (``judge-batch-size.csv``); in bold the batch size nearer the published value."""
+    from debatelab.reference import published_setup
+
+    path = DOCS / "measurements" / "judge-batch-size.csv"
+    seed0 = {(r["variant"], r["batch_size"]): r for r in _csv_rows(path) if r["seed"] == "0"}
+    lines = ["| variant | batch size | gold | sparse (Monte Carlo, 10 masks per image) |",
+             "|---|---|---|---|"]  # fmt: skip
+    for variant in dict.fromkeys(v for v, _ in seed0):
+        if not {(variant, "256"), (variant, "128")} <= set(seed0):
+            continue
+        published = published_setup(variant)
+        pair = [seed0[(variant, "256")], seed0[(variant, "128")]]
+        cells = {}
+        for column, key in (("gold", "gold_pct"), ("sparse", "sparse_pct")):
+            values = [float(r[key]) for r in pair]
+            nearer = min(range(2), key=lambda i: abs(values[i] - published[column]))
+            cells[column] = [f"**{v:.2f}**" if i == nearer else f"{v:.2f}"
+                             for i, v in enumerate(values)]  # fmt: skip
+        for i, batch in enumerate(("256", "128")):
+            lines.append(f"| {variant} | {batch} | {cells['gold'][i]} | {cells['sparse'][i]} |")
+        lines.append(f"| {variant} | published | {published['gold']:.2f} | "
+                     f"{published['sparse']:.2f} |")  # fmt: skip
+    return "\n".join(lines) + f"\n\n(Rows: {_link(path, page, path.name)}, seed 0.)\n"
+
+
+def judge_candidates(page: Path) -> str:
+    """Issue 42's other candidate differences (``judge-candidates.csv``) against the same
+    judges without them (``judge-batch-size.csv``), and the seed spread they are read against."""
+    from statistics import stdev
+
+    path = DOCS / "measurements" / "judge-candidates.csv"
+    seeds_path = DOCS / "measurements" / "judge-batch-size.csv"
+    seeds = _csv_rows(seeds_path)
+    lines = ["| variant | candidate | gold | sparse | effect |", "|---|---|---|---|---|"]
+    for variant in dict.fromkeys(r["variant"] for r in _csv_rows(path)):
+        rows = [r for r in _csv_rows(path) if r["variant"] == variant]
+        batch = rows[0]["batch_size"]
+        same = [r for r in seeds if (r["variant"], r["batch_size"]) == (variant, batch)]
+        base = next(r for r in same if r["seed"] == rows[0]["seed"])
+        spread = {k: stdev(float(r[k]) for r in same) for k in ("gold_pct", "sparse_pct")}
+        lines.append(f"| {variant} | none (float32, images resized in float) | {base['gold_pct']} "
+                     f"| {base['sparse_pct']} | |")  # fmt: skip
+        for r in rows:
+            if r["gold_changed_pct"]:
+                effect = (f"{r['gold_changed_pct']} % of gold and {r['sparse_changed_pct']} % of "
+                          "sparse predictions change class")  # fmt: skip
+            else:
+                delta = {k: float(r[k]) - float(base[k]) for k in spread}
+                apart = {k: 2**0.5 * sd for k, sd in spread.items()}  # two seeds' difference
+                within = all(abs(delta[k]) <= 2 * apart[k] for k in spread)
+                effect = (f"{delta['gold_pct']:+.2f} / {delta['sparse_pct']:+.2f}: "
+                          f"{'within' if within else 'beyond'} seed noise (two seeds differ by "
+                          f"{apart['gold_pct']:.2f} / {apart['sparse_pct']:.2f}, one standard "
+                          f"deviation, {len(same)} seeds)")  # fmt: skip
+            lines.append(f"| | {r['candidate']} | {r['gold_pct']} | {r['sparse_pct']} | {effect} |")
+    return (
+        "\n".join(lines) + f"\n\n(Rows: {_link(path, page, path.name)}; the judges without the "
+        f"candidate and the seeds: {_link(seeds_path, page, seeds_path.name)}.)\n"
+    )
+
+
 def exact_play_seeds(page: Path) -> str:
     """The setup table's exact columns per judge seed (``exact-play-seeds.csv``, rows of
     ``docs/exact_play_seeds.py``), a row per seed and their spread per variant, batch size and
@@ -520,7 +583,8 @@ def channel_cpu(page: Path) -> str:
 TABLES = {"headline": headline, "pools-grid": pools_grid, "pools-contrasts": pools_contrasts,
           "d1-protocols": d1_protocols, "study-setup": study_setup, "study-best": study_best,
           "study-contrast": study_contrast,
-          "judge-seeds": judge_seeds, "pixel-paper-judge": pixel_paper_judge,
+          "judge-seeds": judge_seeds, "judge-batch-size": judge_batch_size,
+          "judge-candidates": judge_candidates, "pixel-paper-judge": pixel_paper_judge,
           "channel-cpu": channel_cpu, "exact-play-seeds": exact_play_seeds,
           "pixel-rollouts": pixel_rollouts, "pixel-orders": pixel_orders,
           "judges-sweep": judges_sweep,
