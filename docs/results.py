@@ -6,7 +6,9 @@ repository, so that a page cannot drift from the runs it reports.
     python docs/results.py --record RUN_FOLDER NAME   # keep a run's record as docs/records/NAME
 
 A table sits in a page between ``<!-- results: NAME -->`` and ``<!-- /results -->``; NAME is a
-key of :data:`TABLES`. Its numbers come from ``docs/records/<run>/metrics.json`` (a run's
+key of :data:`TABLES`. A table of a results page that is typed instead (a fact sheet, a
+benchmark's timings, a superseded run, a run not yet recorded) says so on the line before it
+(:data:`HAND_WRITTEN`), so that every other table is known to be rendered. Its numbers come from ``docs/records/<run>/metrics.json`` (a run's
 ``config.json``, ``manifest.json`` and ``metrics.json``, copied by ``--record``: the manifest
 holds the command line, commit and wall time) or from the rows a run wrote as CSV under
 ``docs/`` (``docs/measurements/*-table.csv``, ``docs/pixel_rollouts.csv``); each row links
@@ -31,6 +33,14 @@ RUNS = DOCS / "records"
 RECORD_FILES = ("config.json", "manifest.json", "metrics.json")
 MARK = re.compile(r"(<!-- results: (\S+) -->\n)(.*?)(<!-- /results -->)", re.S)
 PAGES = [REPO / "README.md", *sorted(DOCS.glob("*.md")), *sorted(DOCS.glob("measurements/*.md"))]
+#: The pages of measured numbers: every table in them is rendered, or says why not.
+RESULT_PAGES = [REPO / "README.md", *sorted(DOCS.glob("results-*.md")),
+                *sorted(DOCS.glob("measurements/*.md"))]  # fmt: skip
+#: Why a table in a results page is typed rather than rendered: ``<!-- hand-written: KIND: what
+#: would render it, or why nothing will -->`` on the last non-blank line before it.
+HAND_WRITTEN = re.compile(
+    r"<!-- hand-written: (facts|guide|benchmark|historical|pending): \S[^>]*-->"
+)
 
 
 def metrics(run: str) -> dict:
@@ -617,6 +627,19 @@ def update(page: Path, check: bool) -> list[str]:
     return differed
 
 
+def unmarked_tables(page: Path) -> list[str]:
+    """Tables of ``page`` outside every results block whose previous non-blank line is not a
+    hand-written mark, as ``page:line``."""
+    text = MARK.sub(lambda m: "\n" * m.group(0).count("\n"), page.read_text(encoding="utf-8"))
+    lines, found = text.splitlines(), []
+    for i, line in enumerate(lines):
+        if line.startswith("|") and (i == 0 or not lines[i - 1].startswith("|")):
+            before = [b.strip() for b in lines[:i] if b.strip()]
+            if not before or not HAND_WRITTEN.fullmatch(before[-1]):
+                found.append(f"{page.relative_to(REPO)}:{i + 1}")
+    return found
+
+
 def record(folder: Path, name: str) -> Path:
     """Copy a run folder's record (config, manifest, metrics) to docs/records/NAME."""
     missing = [f for f in RECORD_FILES if not (folder / f).is_file()]
@@ -649,7 +672,10 @@ def main() -> None:
     differed = [d for page in PAGES for d in update(page, args.check)]
     for d in differed:
         print(("differs: " if args.check else "rewrote: ") + d)
-    if args.check and differed:
+    unmarked = [t for page in RESULT_PAGES for t in unmarked_tables(page)]
+    for t in unmarked:
+        print(f"neither rendered nor marked hand-written: {t}")
+    if args.check and (differed or unmarked):
         sys.exit(1)
 
 

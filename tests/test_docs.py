@@ -1,6 +1,6 @@
 """The docs cannot drift from the runs: every results table equals its rendering from the
-records kept in the repository (docs/results.py), every record it cites is a finished run's,
-and README stays a front page."""
+records kept in the repository (docs/results.py), every other table of a results page says why
+it is typed, every record it cites is a finished run's, and README stays a front page."""
 
 from __future__ import annotations
 
@@ -42,6 +42,17 @@ def test_each_table_row_links_a_record_that_holds_its_numbers(results):
         if record.name == "run-mnist":
             sparse = f"{100 * metrics['sparse_accuracy']:.2f} ± {100 * metrics['sparse_accuracy_se']:.2f}"
             assert sparse in table
+
+
+def test_every_other_table_of_a_results_page_says_why_it_is_typed(results, tmp_path, monkeypatch):
+    unmarked = [t for page in results.RESULT_PAGES for t in results.unmarked_tables(page)]
+    assert not unmarked, f"render these tables or mark them hand-written: {unmarked}"
+    page = tmp_path / "page.md"
+    page.write_text("<!-- results: headline -->\n| a |\n|---|\n<!-- /results -->\n\ntext\n\n"
+                    "| b |\n|---|\n\n<!-- hand-written: benchmark: timings -->\n\n| c |\n|---|\n"
+                    "\n<!-- hand-written: made up: no such kind -->\n\n| d |\n|---|\n")  # fmt: skip
+    monkeypatch.setattr(results, "REPO", tmp_path)
+    assert results.unmarked_tables(page) == ["page.md:8", "page.md:18"]
 
 
 def test_a_changed_record_shows_as_a_differing_table(results, tmp_path, monkeypatch):
