@@ -522,6 +522,73 @@ def pixel_orders(page: Path, rollouts: str) -> str:
     )
 
 
+def judges_exact(page: Path, images: str) -> str:
+    """Published trained judges under the sampled search and against exactly optimal debaters
+    on the same ``images`` test images: the pairs of records ``judges-eval-NAME-sampled-N`` and
+    ``judges-eval-NAME-exact-N`` (``debatelab judges eval FILE --images ... --search S``)."""
+    protocols = {"consultancy": "consultancy", "debate2": "2-turn", "debate4": "4-turn"}
+    pairs = []
+    for sampled in sorted(RUNS.glob(f"judges-eval-*-sampled-{images}")):
+        exact = RUNS / sampled.name.replace("-sampled-", "-exact-")
+        m = {"sampled": metrics(sampled.name), "exact": metrics(exact.name)}
+        if {m["sampled"]["n_images"], m["exact"]["n_images"]} != {int(images)}:
+            raise SystemExit(f"{sampled.name}, {exact.name}: not {images} images each")
+        pairs.append((sampled, exact, m))
+    pairs.sort(key=lambda p: (p[2]["exact"]["design"], p[2]["exact"]["control"],
+                              list(protocols).index(p[2]["exact"]["protocol"])))  # fmt: skip
+    lines = ["| published judge | judge acc. sampled | exact | selection sampled | exact | "
+             "published judge / selection | wall: sampled / exact | records |",
+             "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for sampled, exact, m in pairs:
+        e = m["exact"]
+        name = f"{e['design']} {protocols[e['protocol']]}"
+        name += "" if e["protocol"] == "consultancy" else f" {e['rule']}"
+        name += " control" if e["control"] else ""
+        published = " / ".join("-" if e.get(f"published_{k}") is None else
+                               f"{e[f'published_{k}']:.2f}" for k in ("judge", "selection"))  # fmt: skip
+        cells = [f"{100 * m[s][k]:.1f}" for k in ("judge_accuracy", "selection_accuracy")
+                 for s in ("sampled", "exact")]  # fmt: skip
+        links = f"{_link(sampled / 'metrics.json', page, 'sampled')}, " + _link(
+            exact / "metrics.json", page, "exact"
+        )
+        walls = " / ".join(_wall(json.loads((r / "manifest.json").read_text())["wall_time_s"])
+                           for r in (sampled, exact))  # fmt: skip
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {published} | {walls} | {links} |")
+    return "\n".join(lines) + "\n"
+
+
+def pixel_judge_recipes(page: Path, pixels: str) -> str:
+    """The pixel judge's recipe comparison at K = ``pixels`` (``pixel-judge-recipes.csv``, rows
+    of ``docs/pixel_judge_recipes.py``): accuracy after every tenth epoch of each run, its wall
+    time; in bold the best final accuracy."""
+    path = DOCS / "measurements" / "pixel-judge-recipes.csv"
+    runs: dict[tuple[str, str, str], dict[int, dict]] = {}
+    for r in _csv_rows(path):
+        if r["pixels"] == pixels:
+            runs.setdefault((r["net"], r["epochs"], r["gamma"]), {})[int(r["epoch"])] = r
+    tens = sorted({e for points in runs.values() for e in points if e % 10 == 0})
+    best = max(float(p[max(p)]["accuracy_pct"]) for p in runs.values())
+
+    def label(net: str) -> str:
+        if net.startswith("mlp"):
+            return f"MLP 1568-{net[3:]}-{net[3:]}-10"
+        c1, c2, hidden = net[3:].split("-")
+        return f"CNN {c1}/{c2}, head {hidden}"
+
+    lines = ["| net | epochs, decay | " + " | ".join(f"epoch {e}" for e in tens) + " | wall |",
+             "|---|---|" + "---|" * (len(tens) + 1)]  # fmt: skip
+    for (net, epochs, gamma), points in runs.items():
+        final = points[max(points)]
+        cells = []
+        for e in tens:
+            value = points[e]["accuracy_pct"] if e in points else ""
+            bold = e == max(points) and float(final["accuracy_pct"]) == best
+            cells.append(f"**{value}**" if bold else value)
+        lines.append(f"| {label(net)} | {epochs}, {gamma} | " + " | ".join(cells)
+                     + f" | {_wall(float(final['seconds']))} |")  # fmt: skip
+    return "\n".join(lines) + f"\n\n(K = {pixels}; rows: {_link(path, page, path.name)}.)\n"
+
+
 def channel_cpu(page: Path) -> str:
     """The argument channel under the cpu preset (``debatelab bits sweep --dataset D``, recorded
     as ``docs/records/bits-sweep-D``): each protocol's bits arm beside its nested control, the
@@ -597,7 +664,8 @@ TABLES = {"headline": headline, "pools-grid": pools_grid, "pools-contrasts": poo
           "judge-candidates": judge_candidates, "pixel-paper-judge": pixel_paper_judge,
           "channel-cpu": channel_cpu, "exact-play-seeds": exact_play_seeds,
           "pixel-rollouts": pixel_rollouts, "pixel-orders": pixel_orders,
-          "judges-sweep": judges_sweep,
+          "judges-sweep": judges_sweep, "judges-exact": judges_exact,
+          "pixel-judge-recipes": pixel_judge_recipes,
           "seed-intervals": seed_intervals}  # fmt: skip
 
 
