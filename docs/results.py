@@ -6,13 +6,14 @@ repository, so that a page cannot drift from the runs it reports.
     python docs/results.py --record RUN_FOLDER NAME   # keep a run's record as docs/records/NAME
 
 A table sits in a page between ``<!-- results: NAME -->`` and ``<!-- /results -->``; NAME is a
-key of :data:`TABLES`. A table of a results page that is typed instead (a fact sheet, a
-benchmark's timings, a superseded run, a run not yet recorded) says so on the line before it
-(:data:`HAND_WRITTEN`), so that every other table is known to be rendered. Its numbers come from ``docs/records/<run>/metrics.json`` (a run's
+key of :data:`TABLES`. Its numbers come from ``docs/records/<run>/metrics.json`` (a run's
 ``config.json``, ``manifest.json`` and ``metrics.json``, copied by ``--record``: the manifest
-holds the command line, commit and wall time) or from the rows a run wrote as CSV under
-``docs/`` (``docs/measurements/*-table.csv``, ``docs/pixel_rollouts.csv``); each row links
-the record it comes from. tests/test_docs.py checks every table against its rendering.
+holds the command line, commit and wall time) or from the rows a run or a measuring script wrote
+as CSV under ``docs/`` (``docs/measurements/*.csv``, ``docs/pixel_rollouts.csv``); each table
+links the records or rows it comes from. A table of a results page that is typed instead (a
+fact sheet, a benchmark's timings, a superseded run, a run not yet recorded) says so just
+before it (:data:`HAND_WRITTEN`), so that every other table is known to be rendered.
+tests/test_docs.py checks both.
 """
 
 from __future__ import annotations
