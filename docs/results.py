@@ -336,6 +336,8 @@ def judge_candidates(page: Path) -> str:
     lines = ["| variant | candidate | gold | sparse | effect |", "|---|---|---|---|---|"]
     for variant in dict.fromkeys(r["variant"] for r in _csv_rows(path)):
         rows = [r for r in _csv_rows(path) if r["variant"] == variant]
+        if len({(r["batch_size"], r["seed"]) for r in rows}) != 1:
+            raise SystemExit(f"{path}: {variant}'s candidates differ in batch size or seed")
         batch = rows[0]["batch_size"]
         same = [r for r in seeds if (r["variant"], r["batch_size"]) == (variant, batch)]
         base = next(r for r in same if r["seed"] == rows[0]["seed"])
@@ -397,7 +399,11 @@ def seed_intervals(page: Path) -> str:
              "the images | seed 0, full set | a new seed, full set: centre (95 % interval) | "
              "published | inside |", "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     shown, groups = None, {}
-    for r in _csv_rows(path):
+    rows = _csv_rows(path)
+    keys = [(r["variant"], r["cell"]) for r in rows]
+    if len(set(keys)) != len(keys):
+        raise SystemExit(f"{path}: a (variant, cell) twice; keep one row of each")
+    for r in rows:
         variant, shown = ("" if r["variant"] == shown else r["variant"]), r["variant"]
         lines.append(f"| {variant} | {r['cell']} | {r['seeds_mean']} ± {r['seeds_sd']} | "
                      f"{r['sd_seed']} | {r['sd_image']} | {r['seed0_full']} | {r['centre']} "
@@ -496,11 +502,11 @@ def pixel_orders(page: Path, rollouts: str) -> str:
     """Both turn orders of the pixel debate at ``rollouts`` per move, per K: the honest-first
     row beside the liar-first one (``pixel_rollouts.csv``)."""
     path = DOCS / "pixel_rollouts.csv"
-    rows = {
-        (r["pixels"], r["first"]): r
-        for r in _csv_rows(path)
-        if r["agent"] == "mcts" and r["rollouts"] == rollouts and r["judge"] == "nonzero"
-    }
+    chosen = [r for r in _csv_rows(path)
+              if r["agent"] == "mcts" and r["rollouts"] == rollouts and r["judge"] == "nonzero"]  # fmt: skip
+    rows = {(r["pixels"], r["first"]): r for r in chosen}
+    if len(rows) != len(chosen):
+        raise SystemExit(f"{path}: two rows of one K and turn order at {rollouts} rollouts")
     lines = ["| K | honest first: images | honest wins, precommit | no precommit | liar first: "
              "images | precommit | no precommit | wall, honest first |",
              "|---|---|---|---|---|---|---|---|"]  # fmt: skip
@@ -532,8 +538,14 @@ def judges_exact(page: Path, images: str) -> str:
     for sampled in sorted(RUNS.glob(f"judges-eval-*-sampled-{images}")):
         exact = RUNS / sampled.name.replace("-sampled-", "-exact-")
         m = {"sampled": metrics(sampled.name), "exact": metrics(exact.name)}
-        if {m["sampled"]["n_images"], m["exact"]["n_images"]} != {int(images)}:
-            raise SystemExit(f"{sampled.name}, {exact.name}: not {images} images each")
+        configs = [json.loads((r / "config.json").read_text()) for r in (sampled, exact)]
+        if (
+            {m["sampled"]["n_images"], m["exact"]["n_images"]} != {int(images)}
+            or [c["search"] for c in configs] != ["sampled", "exact"]
+            or len({(c["images"], Path(c["judge_file"]).name) for c in configs}) != 1
+        ):
+            raise SystemExit(f"{sampled.name}, {exact.name}: not one judge on the same "
+                             f"{images} images under the sampled and the exact search")  # fmt: skip
         pairs.append((sampled, exact, m))
     pairs.sort(key=lambda p: (p[2]["exact"]["design"], p[2]["exact"]["control"],
                               list(protocols).index(p[2]["exact"]["protocol"])))  # fmt: skip
@@ -567,7 +579,11 @@ def pixel_judge_recipes(page: Path, pixels: str) -> str:
     for r in _csv_rows(path):
         if r["pixels"] == pixels:
             runs.setdefault((r["net"], r["epochs"], r["gamma"]), {})[int(r["epoch"])] = r
-    tens = sorted({e for points in runs.values() for e in points if e % 10 == 0})
+    if not runs:
+        return f"(No rows at K = {pixels} yet in {_link(path, page, path.name)}.)\n"
+    tens = sorted(
+        {e for points in runs.values() for e in points if e % 10 == 0 or e == max(points)}
+    )
     best = max(float(p[max(p)]["accuracy_pct"]) for p in runs.values())
 
     def label(net: str) -> str:

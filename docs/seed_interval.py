@@ -15,9 +15,11 @@ estimates how far one seed's full-test-set value spreads:
 - the seeds' mean is carried to the full test set by seed 0's difference between its full-set
   value (the study's record, RECORD/metrics.json) and its value on the shared images;
 - a new seed's full-set value then falls, with about 95 % probability, within the centre plus or
-  minus t(0.975, seeds - 1) times the square root of sd_seed^2 (1 + 1/J) + sd_image^2 (1.1 + 1/J),
-  sd_image being one seed's image noise on the shared images (the carry adds it once, the full
-  set a tenth of it).
+  minus t(0.975, J - 1) times the square root of sd_seed^2 (1 + 1/J) + sd_image^2 (1 - (1 - 2f)/J),
+  J seeds, sd_image one seed's image noise on the shared images, f the shared images' fraction
+  of the full set: the new seed's own image noise, the seeds' mean's and the carry's, which
+  share images with each other (t for the whole is conservative: the image part is estimated
+  from thousands of degrees of freedom).
 
 Prints a CSV row per cell; the published value inside that interval is what seed-to-seed
 variation alone can give.
@@ -73,16 +75,27 @@ def variance_components(values: np.ndarray, sizes: np.ndarray) -> tuple[float, f
     return var_seed**0.5, var_image**0.5
 
 
-def seed_interval(values: np.ndarray, sizes: np.ndarray, seed0_full: float) -> dict[str, float]:
+def prediction_sd(sd_seed: float, sd_image: float, n_seeds: int, shared_fraction: float) -> float:
+    """Standard deviation of a new seed's full-set value about the carried centre (the module's
+    docstring): seed parts independent; image parts of the shared images, which the full set
+    contains, correlated."""
+    image = 1 - (1 - 2 * shared_fraction) / n_seeds
+    return float(np.sqrt(sd_seed**2 * (1 + 1 / n_seeds) + sd_image**2 * image))
+
+
+def seed_interval(values: np.ndarray, sizes: np.ndarray, seed0_full: float,
+                  n_full: int) -> dict[str, float]:  # fmt: skip
     """The seeds' mean and sd on the shared units, the two components, the centre carried to the
-    full set and the interval holding about 95 % of new seeds' full-set values (fractions or
-    percent, as given; see the module's docstring)."""
+    full set of ``n_full`` images and the interval holding about 95 % of new seeds' full-set
+    values (fractions or percent, as given; see the module's docstring)."""
     n_seeds = values.shape[1]
+    if not sizes.sum() <= n_full:
+        raise ValueError(f"{sizes.sum():.0f} shared images cannot be a part of {n_full}")
     per_seed = (sizes / sizes.sum()) @ values
     sd_seed, sd_image = variance_components(values, sizes)
     centre = per_seed.mean() + seed0_full - per_seed[0]
-    half = stats.t.ppf(0.975, n_seeds - 1) * np.sqrt(
-        sd_seed**2 * (1 + 1 / n_seeds) + sd_image**2 * (1.1 + 1 / n_seeds)
+    half = stats.t.ppf(0.975, n_seeds - 1) * prediction_sd(
+        sd_seed, sd_image, n_seeds, sizes.sum() / n_full
     )
     return {
         "seeds_mean": per_seed.mean(),
@@ -98,7 +111,10 @@ def seed_interval(values: np.ndarray, sizes: np.ndarray, seed0_full: float) -> d
 def load_sweep(folder: Path) -> tuple[list[dict[str, np.ndarray]], SweepPlan]:
     """A finished sweep's chunks in image order and the plan that solved them."""
     config = json.loads((folder / "config.json").read_text())
-    chunks = [dict(np.load(p)) for p in sorted(folder.glob("chunks/*/chunk_*.npz"))]
+    keyed = sorted(p for p in (folder / "chunks").iterdir() if p.is_dir())
+    if len(keyed) != 1:  # a folder reused with other settings keeps their chunks beside
+        raise SystemExit(f"{folder}: {len(keyed)} chunk folders; use a fresh --runs folder")
+    chunks = [dict(np.load(p)) for p in sorted(keyed[0].glob("chunk_*.npz"))]
     return chunks, SweepPlan.build(config["grid"] ** 2, config["reveal"])
 
 
@@ -131,8 +147,13 @@ def full_cells(record: Path) -> dict[str, float]:
     """Seed 0's full-test-set cells from the study's record (percent)."""
     from debatelab.report.tables import SETUP_KEYS
 
+    config = json.loads((record / "config.json").read_text())
+    if (config["seed"], config["batch_size"], config["epochs"]) != (0, 128, 10):
+        raise SystemExit(f"{record}: judges of seed {config['seed']}, batch {config['batch_size']}, "
+                         f"{config['epochs']} epochs; the sweeps are seeds of the default recipe")  # fmt: skip
     metrics = json.loads((record / "metrics.json").read_text())
     out = {c: 100 * metrics[SETUP_KEYS[c]] for c in (*ZERO, *EXACT)}
+    out["n_images"] = metrics["n_images"]
     out.update(
         {
             c: 100 * metrics[f"best_{k}_accuracy"]
@@ -166,8 +187,10 @@ def main() -> None:
     full, published = full_cells(record), published_cells(args.variant)
     rows = []
     for cell in published:
+        if any(not np.array_equal(u[cell][1], units[0][cell][1]) for u in units):
+            raise SystemExit(f"the sweeps in {args.runs} split their images differently")
         values = 100 * np.stack([u[cell][0] for u in units], axis=1)
-        got = seed_interval(values, units[0][cell][1], full[cell])
+        got = seed_interval(values, units[0][cell][1], full[cell], full["n_images"])
         inside = "yes" if got["low"] <= published[cell] <= got["high"] else "no"
         numbers = [got["seeds_mean"], got["seeds_sd"], got["sd_seed"], got["sd_image"], full[cell],
                    got["centre"], got["low"], got["high"], published[cell]]  # fmt: skip
