@@ -454,6 +454,13 @@ def _wall(seconds: float) -> str:
     return f"{seconds / 60:.1f}".removesuffix(".0") + " min"
 
 
+def rate(row: dict, key: str, bold: bool = False) -> str:
+    """A pixel-debate row's win rate ``key`` in percent with its binomial standard error."""
+    p, n = float(row[key]), int(row["n_images"])
+    value = f"**{100 * p:.1f}**" if bold else f"{100 * p:.1f}"
+    return f"{value} ({100 * (p * (1 - p) / n) ** 0.5:.1f})"
+
+
 def pixel_rollouts(page: Path, pixels: str) -> str:
     """The pixel debate in front of the default judge at K = ``pixels``, every agent and turn
     order: honest wins with their binomial standard errors, the run's wall time and judge
@@ -470,11 +477,6 @@ def pixel_rollouts(page: Path, pixels: str) -> str:
         (r for r in rows if r["first"] == "liar"),
         key=lambda r: abs(100 * float(r["honest_win_rate_precommit"]) - published),
     )
-
-    def rate(r: dict, key: str, bold: bool = False) -> str:
-        p, n = float(r[key]), int(r["n_images"])
-        value = f"**{100 * p:.1f}**" if bold else f"{100 * p:.1f}"
-        return f"{value} ({100 * (p * (1 - p) / n) ** 0.5:.1f})"
 
     head = ["first", "agents (MCTS: rollouts per move)", "honest wins, precommit", "no precommit",
             "wall"] + ["judge evaluations"] * counted  # fmt: skip
@@ -510,10 +512,6 @@ def pixel_orders(page: Path, rollouts: str) -> str:
     lines = ["| K | honest first: images | honest wins, precommit | no precommit | liar first: "
              "images | precommit | no precommit | wall, honest first |",
              "|---|---|---|---|---|---|---|---|"]  # fmt: skip
-
-    def rate(r: dict, key: str) -> str:
-        p, n = float(r[key]), int(r["n_images"])
-        return f"{100 * p:.1f} ({100 * (p * (1 - p) / n) ** 0.5:.1f})"
 
     for k in sorted({k for k, first in rows if first == "honest"}, key=int, reverse=True):
         honest, liar = rows[(k, "honest")], rows.get((k, "liar"))
