@@ -32,6 +32,8 @@ REPO = DOCS.parent
 sys.path.insert(0, str(REPO / "src"))  # this checkout's package, installed or not
 RUNS = DOCS / "records"
 RECORD_FILES = ("config.json", "manifest.json", "metrics.json")
+#: What a record also keeps when the run wrote it: the per-judge results of eval-published.
+RECORD_EXTRAS = ("judges.json",)
 MARK = re.compile(r"(<!-- results: (\S+) -->\n)(.*?)(<!-- /results -->)", re.S)
 PAGES = [REPO / "README.md", *sorted(DOCS.glob("*.md")), *sorted(DOCS.glob("measurements/*.md"))]
 #: The pages of measured numbers: every table in them is rendered, or says why not.
@@ -604,6 +606,26 @@ def pixel_judge_recipes(page: Path, pixels: str) -> str:
     return "\n".join(lines) + f"\n\n(K = {pixels}; rows: {_link(path, page, path.name)}.)\n"
 
 
+def published_judges(page: Path, run: str) -> str:
+    """Every published trained judge as ``debatelab judges eval-published`` evaluated it
+    (recorded with its ``judges.json``): a collapsible table per published folder, ours beside
+    the published numbers, and how many lie within tolerance."""
+    from debatelab.experiments.judges import published_tables
+
+    config = json.loads((RUNS / run / "config.json").read_text())
+    results = json.loads((RUNS / run / "judges.json").read_text())
+    tables, lines, _ = published_tables(results)
+    images = "full test sets" if config["images"] == "all" else f"test images {config['images']}"
+    record = _link(RUNS / run / "metrics.json", page, run)
+    parts = [f"All {len(results)} judges ({images}, {config['search']} search, budget "
+             f"{config['budget']:,}, seed {config['seed']}; percent; record: {record}):"]  # fmt: skip
+    for sub, table in tables.items():
+        n = sum(name.split("/")[0] == sub for name in results)
+        parts.append(f'<details markdown="1"><summary>{sub} ({n} judges)</summary>\n\n{table}'
+                     "\n\n</details>")  # fmt: skip
+    return "\n\n".join([*parts, "\n".join(lines)]) + "\n"
+
+
 def channel_cpu(page: Path) -> str:
     """The argument channel under the cpu preset (``debatelab bits sweep --dataset D``, recorded
     as ``docs/records/bits-sweep-D``): each protocol's bits arm beside its nested control, the
@@ -680,6 +702,7 @@ TABLES = {"headline": headline, "pools-grid": pools_grid, "pools-contrasts": poo
           "channel-cpu": channel_cpu, "exact-play-seeds": exact_play_seeds,
           "pixel-rollouts": pixel_rollouts, "pixel-orders": pixel_orders,
           "judges-sweep": judges_sweep, "judges-exact": judges_exact,
+          "published-judges": published_judges,
           "pixel-judge-recipes": pixel_judge_recipes,
           "seed-intervals": seed_intervals}  # fmt: skip
 
@@ -730,7 +753,7 @@ def record(folder: Path, name: str) -> Path:
         raise SystemExit(f"{folder}: no {', '.join(missing)}; record a finished run")
     out = RUNS / name
     out.mkdir(parents=True, exist_ok=True)
-    for f in RECORD_FILES:
+    for f in RECORD_FILES + tuple(f for f in RECORD_EXTRAS if (folder / f).is_file()):
         shutil.copyfile(folder / f, out / f)
     manifest = json.loads((folder / "manifest.json").read_text())
     if "wall_time_total_s" not in manifest and (folder / "log.jsonl").is_file():

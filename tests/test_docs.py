@@ -55,6 +55,42 @@ def test_every_other_table_of_a_results_page_says_why_it_is_typed(results, tmp_p
     assert results.unmarked_tables(page) == ["page.md:8", "page.md:18"]
 
 
+def test_published_judges_render_from_a_recorded_eval_published_run(results, tmp_path, monkeypatch):
+    """``--record`` keeps eval-published's judges.json; the table per published folder shows
+    each judge's numbers beside the published ones, as the run's own report does."""
+    from debatelab.experiments.judges import published_report
+
+    base = {"design": "D1", "variant": "mnist", "rule": "asym", "control": False,
+            "n_images": 10000}  # fmt: skip
+    judges = {
+        "trained_judges_D1_mnist/consultancy_judge_mnist.pt": {
+            **base, "protocol": "consultancy", "name": "consultancy", "published_judge": 95.79,
+            "judge_accuracy": 0.9584, "selection_accuracy": 0.9584},
+        "verifier_head_D2_mnist/debate_judge_2turn_asym_mnist.pt": {
+            **base, "design": "D2", "protocol": "debate2", "name": "debate_2turn_asym",
+            "published_selection": 10.28, "selection_accuracy": 0.1028, "belief": 0.1033,
+            "published_belief": 10.33},
+    }  # fmt: skip
+    run = tmp_path / "run"
+    run.mkdir()
+    config = {"command": "judges-eval-published", "images": "all", "search": "sampled",
+              "budget": 1296, "seed": 0}  # fmt: skip
+    (run / "config.json").write_text(json.dumps(config))
+    (run / "manifest.json").write_text(json.dumps({**config, "wall_time_s": 1.0}))
+    (run / "metrics.json").write_text(json.dumps({"n_judges": 2}))
+    (run / "judges.json").write_text(json.dumps(judges))
+    monkeypatch.setattr(results, "RUNS", tmp_path / "records")
+    assert (results.record(run, "eval") / "judges.json").is_file()
+    table = results.published_judges(REPO / "docs" / "page.md", "eval")
+    report, _ = published_report(judges)
+    assert table.startswith("All 2 judges (full test sets, sampled search, budget 1,296, seed 0")
+    assert table.count('<details markdown="1">') == 2
+    assert "<summary>verifier_head_D2_mnist (1 judges)</summary>" in table
+    for line in report.splitlines():  # every row and summary line of the run's own report
+        if line.startswith(("| consultancy", "| debate_2turn", "- ")):
+            assert line in table
+
+
 def test_a_changed_record_shows_as_a_differing_table(results, tmp_path, monkeypatch):
     page = tmp_path / "page.md"
     page.write_text("x\n<!-- results: headline -->\nstale\n<!-- /results -->\ny\n")

@@ -680,10 +680,19 @@ def run_eval_published(config: EvalPublishedConfig, folder: RunFolder) -> dict:
 
 
 def published_report(results: dict[str, dict]) -> tuple[str, dict]:
+    """Markdown: :func:`published_tables` under their folders' names, then the summary's lines;
+    and the summary."""
+    tables, lines, summary = published_tables(results)
+    parts = [f"**{sub}**\n\n{table}" for sub, table in tables.items()]
+    return "\n\n".join(parts) + "\n\n" + "\n".join(lines), summary
+
+
+def published_tables(results: dict[str, dict]) -> tuple[dict[str, str], list[str], dict]:
     """Markdown tables (one per published folder) of ours beside the published final numbers
-    with the differences, and a summary: per metric the largest absolute difference and how
-    many judges lie within tolerance: the published re-evaluation noise (up to 1.1 points,
-    docs/trained-judges.md#noise) plus three binomial standard errors of our own estimate."""
+    with the differences, and a summary (with a line per metric): per metric the largest
+    absolute difference and how many judges lie within tolerance: the published re-evaluation
+    noise (up to 1.1 points, docs/trained-judges.md#noise) plus three binomial standard errors
+    of our own estimate."""
     noise = 1.1
     by_folder: dict[str, list] = {}
     diffs: dict[str, list[tuple[float, float]]] = {k: [] for k in METRICS}  # (ours - pub, tol)
@@ -700,14 +709,13 @@ def published_report(results: dict[str, dict]) -> tuple[str, dict]:
     def cells(m, fmt="{:.2f}"):
         return " / ".join(fmt.format(m[k]) if k in m else "-" for k in METRICS)
 
-    parts = []
+    tables = {}
     for sub, rows in by_folder.items():
-        lines = [f"**{sub}**", "",
-                 "| judge | ours: judge / selection / belief | published | ours - published |",
+        lines = ["| judge | ours: judge / selection / belief | published | ours - published |",
                  "|---|---|---|---|"]  # fmt: skip
         lines += [f"| {n} | {cells(o)} | {cells(p) if p else 'n/a'} | {cells(d, '{:+.2f}')} |"
                   for n, o, p, d in rows]  # fmt: skip
-        parts.append("\n".join(lines))
+        tables[sub] = "\n".join(lines)
     summary = {"n_judges": len(results)}
     for k, d in diffs.items():
         if d:
@@ -718,4 +726,4 @@ def published_report(results: dict[str, dict]) -> tuple[str, dict]:
              f"{noise} points + 3 standard errors of the published number; largest difference "
              f"{summary[k + '_max_abs_difference']:.2f}" for k in METRICS
              if k + "_compared" in summary]  # fmt: skip
-    return "\n\n".join(parts) + "\n\n" + "\n".join(lines), summary
+    return tables, lines, summary
