@@ -180,3 +180,60 @@ def test_a_dump_that_cannot_fit_stops_with_one_clear_error_before_writing(tmp_pa
     assert not store_module.open_store(tmp_path / "big.zarr").done.any()
     fake.disk_usage = staticmethod(lambda p: usage(1, 1, 100_800))
     assert _dump(tmp_path / "big.zarr", model, images).complete  # exactly enough: it runs
+
+
+def test_a_part_of_a_finished_whole_test_set_store_is_copied_not_computed(tmp_path, monkeypatch):
+    """dump_store reads a slice of the test set from the whole set's finished store of the same
+    judge (the numbers a dump would compute, bit for bit); an unfinished whole store, or one of
+    another judge under the same key, is not used."""
+    from types import SimpleNamespace
+
+    import debatelab.store as store_module
+    from debatelab.experiments.setup import dump_store
+
+    model = _random_judge(1, (8, 16))
+    x_test = torch.randn(20, 1, 18, 18, generator=torch.Generator().manual_seed(3))
+    setup = SimpleNamespace(
+        data=SimpleNamespace(x_test=x_test),
+        config=SimpleNamespace(variant="test", grid=6, reveal=2),
+        sparse=SimpleNamespace(model=model, config=SimpleNamespace(key=lambda: "judge-key")),
+    )
+    computed = []
+    real = store_module.all_mask_probs
+    monkeypatch.setattr(store_module, "all_mask_probs",
+                        lambda m, images, **kw: computed.append(len(images)) or real(m, images, **kw))  # fmt: skip
+
+    def dump(images):
+        return dump_store(setup, images, tmp_path, progress=False)
+
+    expected = real(model, x_test, grid=6, reveal=2).astype(np.float16)
+    part = dump("1:17:4")  # no whole store yet: computed
+    assert computed == [4] and np.array_equal(part.probs[:], expected[1:17:4])
+    whole = dump("all")
+    assert whole.complete and sum(computed) == 4 + 20
+    computed.clear()
+    for images, rows in (("0:20:3", slice(0, 20, 3)), ("5:12", slice(5, 12))):
+        copied = dump(images)
+        assert computed == [] and copied.complete
+        assert np.array_equal(copied.probs[:], expected[rows])
+        assert copied.attrs["judge_fingerprint"] == whole.attrs["judge_fingerprint"]
+
+    setup.sparse.model = _random_judge(1, (8, 16), seed=5)  # retrained under the same key
+    other = dump("2:6")
+    assert computed == [4]
+    assert np.array_equal(other.probs[:], real(setup.sparse.model, x_test[2:6], grid=6,
+                                               reveal=2).astype(np.float16))  # fmt: skip
+
+    import shutil
+
+    from debatelab.store import store_path
+
+    whole_path = store_path("test", "judge-key", 6, 2, 0, 20, tmp_path)
+    shutil.rmtree(whole_path)  # an unfinished whole store of this judge: not read
+    unfinished = dump_all_mask_probs(setup.sparse.model, x_test, whole_path, grid=6, reveal=2,
+                                     chunk_images=4, progress=False, stop_after_chunks=3)  # fmt: skip
+    assert not unfinished.complete
+    computed.clear()
+    assert np.array_equal(dump("8:12").probs[:], real(setup.sparse.model, x_test[8:12], grid=6,
+                                                      reveal=2).astype(np.float16))  # fmt: skip
+    assert computed == [4]

@@ -145,6 +145,7 @@ def dump_all_mask_probs(
     progress: bool = True,
     stop_after_chunks: int | None = None,
     where=1,
+    source: tuple[AllMaskStore, np.ndarray] | None = None,
 ) -> AllMaskStore:
     """Compute (or resume) the store of all-mask probabilities of ``images`` at ``path``.
 
@@ -152,6 +153,9 @@ def dump_all_mask_probs(
     ``stop_after_chunks`` computes at most that many chunks and returns (used to test resuming).
     Chunks are computed where ``where`` says (local processes or a Ray cluster,
     :func:`debatelab.cluster.run_pieces`) and written here, each marked done once written.
+    ``source``: a finished store of the same judge and masks holding ``images`` at the given
+    rows; chunks are copied from it, not computed (the same numbers: a judge's probabilities on
+    an image do not depend on the images computed beside it).
     """
     path = Path(path)
     n_masks = comb(grid * grid, reveal)
@@ -193,15 +197,36 @@ def dump_all_mask_probs(
     if stop_after_chunks is not None:
         todo = todo[:stop_after_chunks]
     bounds = [(c * size, min((c + 1) * size, len(images))) for c in todo]
-    pieces = [(model, images[lo:hi], grid, reveal) for lo, hi in bounds]
-    bar = progress_bar(total=len(todo), enabled=progress, desc=f"dump {path.name}", unit="chunk")
-    for i, probs in run_pieces(_dump_piece, pieces, where):
+    if source is not None:
+        _check_source(source, meta, len(images))
+        rows = np.asarray(source[1])
+        chunks = ((i, source[0].probs.get_orthogonal_selection((rows[lo:hi], slice(None),
+                   slice(None)))) for i, (lo, hi) in enumerate(bounds))  # fmt: skip
+    else:
+        pieces = [(model, images[lo:hi], grid, reveal) for lo, hi in bounds]
+        chunks = run_pieces(_dump_piece, pieces, where)
+    verb = "copy" if source is not None else "dump"
+    bar = progress_bar(total=len(todo), enabled=progress, desc=f"{verb} {path.name}", unit="chunk")
+    for i, probs in chunks:
         lo, hi = bounds[i]
         store.probs[lo:hi] = probs
         store.group["done"][todo[i]] = True
         bar.update()
     bar.close()
     return store
+
+
+def _check_source(source: tuple[AllMaskStore, np.ndarray], meta: dict, n_images: int) -> None:
+    """A store to copy from holds this judge's probabilities on the same masks, for every
+    image asked for."""
+    store, rows = source
+    same = {k: store.attrs.get(k) for k in ("judge_fingerprint", "grid", "reveal", "format")}
+    if same != {k: meta[k] for k in same} or not store.complete:
+        raise CacheError(f"store {store.path} is not a finished store of this judge's masks")
+    if len(rows) != n_images or (
+        len(rows) and not 0 <= min(rows) <= max(rows) < store.probs.shape[0]
+    ):
+        raise CacheError(f"store {store.path} does not hold the {n_images} images asked for")
 
 
 def _dump_piece(piece) -> np.ndarray:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from math import comb
 
+import numpy as np
 import torch
 
 from ..data import ImageData, load_variant
@@ -21,7 +22,15 @@ from ..judges import (
 )
 from ..judges.columns import reference_columns, standard_error
 from ..options import CLUSTER, IMAGES, WORKERS
-from ..store import AllMaskStore, dump_all_mask_probs, image_slice, parse_images, store_path
+from ..store import (
+    AllMaskStore,
+    dump_all_mask_probs,
+    image_slice,
+    judge_fingerprint,
+    open_store,
+    parse_images,
+    store_path,
+)
 
 #: Most masks per image the all-mask store takes (the published game: C(36, 4) = 58,905).
 MAX_MASKS = 200_000
@@ -149,9 +158,19 @@ def dump_store(
              "image_start": sl.start, "image_stop": sl.stop}  # fmt: skip
     if sl.step > 1:  # contiguous stores keep the attributes they always had
         attrs["image_step"] = sl.step
+    n_total = len(setup.data.x_test)
+    whole = store_path(cfg.variant, setup.sparse.config.key(), cfg.grid, cfg.reveal, 0, n_total,
+                       cache)  # fmt: skip
+    source = None
+    if whole != path and whole.exists():  # a part of the whole test set: copy, not compute
+        full = open_store(whole)
+        if full.complete and full.attrs.get("judge_fingerprint") == judge_fingerprint(
+            setup.sparse.model
+        ):
+            source = (full, np.arange(n_total)[sl])
     return dump_all_mask_probs(
         setup.sparse.model, setup.data.x_test[sl], path, cfg.grid, cfg.reveal,
-        attrs=attrs, progress=progress, where=where,
+        attrs=attrs, progress=progress, where=where, source=source,
     )  # fmt: skip
 
 
