@@ -336,8 +336,9 @@ def judge_candidates(page: Path) -> str:
     seeds_path = DOCS / "measurements" / "judge-batch-size.csv"
     seeds = _csv_rows(seeds_path)
     lines = ["| variant | candidate | gold | sparse | effect |", "|---|---|---|---|---|"]
-    for variant in dict.fromkeys(r["variant"] for r in _csv_rows(path)):
-        rows = [r for r in _csv_rows(path) if r["variant"] == variant]
+    candidates = _csv_rows(path)
+    for variant in dict.fromkeys(r["variant"] for r in candidates):
+        rows = [r for r in candidates if r["variant"] == variant]
         if len({(r["batch_size"], r["seed"]) for r in rows}) != 1:
             raise SystemExit(f"{path}: {variant}'s candidates differ in batch size or seed")
         batch = rows[0]["batch_size"]
@@ -581,7 +582,7 @@ def pixel_judge_recipes(page: Path, pixels: str) -> str:
             runs.setdefault((r["net"], r["epochs"], r["gamma"]), {})[int(r["epoch"])] = r
     if not runs:
         return f"(No rows at K = {pixels} yet in {_link(path, page, path.name)}.)\n"
-    tens = sorted(
+    shown = sorted(
         {e for points in runs.values() for e in points if e % 10 == 0 or e == max(points)}
     )
     best = max(float(p[max(p)]["accuracy_pct"]) for p in runs.values())
@@ -592,12 +593,12 @@ def pixel_judge_recipes(page: Path, pixels: str) -> str:
         c1, c2, hidden = net[3:].split("-")
         return f"CNN {c1}/{c2}, head {hidden}"
 
-    lines = ["| net | epochs, decay | " + " | ".join(f"epoch {e}" for e in tens) + " | wall |",
-             "|---|---|" + "---|" * (len(tens) + 1)]  # fmt: skip
+    lines = ["| net | epochs, decay | " + " | ".join(f"epoch {e}" for e in shown) + " | wall |",
+             "|---|---|" + "---|" * (len(shown) + 1)]  # fmt: skip
     for (net, epochs, gamma), points in runs.items():
         final = points[max(points)]
         cells = []
-        for e in tens:
+        for e in shown:
             value = points[e]["accuracy_pct"] if e in points else ""
             bold = e == max(points) and float(final["accuracy_pct"]) == best
             cells.append(f"**{value}**" if bold else value)
@@ -737,12 +738,12 @@ def unmarked_tables(page: Path) -> list[str]:
     """Tables of ``page`` outside every results block whose previous non-blank line is not a
     hand-written mark, as ``page:line``."""
     text = MARK.sub(lambda m: "\n" * m.group(0).count("\n"), page.read_text(encoding="utf-8"))
-    lines, found = text.splitlines(), []
-    for i, line in enumerate(lines):
-        if line.startswith("|") and (i == 0 or not lines[i - 1].startswith("|")):
-            before = [b.strip() for b in lines[:i] if b.strip()]
-            if not before or not HAND_WRITTEN.fullmatch(before[-1]):
+    found, above, last_text = [], "", ""  # the line above, the last non-blank one
+    for i, line in enumerate(text.splitlines()):
+        if line.startswith("|") and not above.startswith("|"):
+            if not HAND_WRITTEN.fullmatch(last_text):
                 found.append(f"{page.relative_to(REPO)}:{i + 1}")
+        above, last_text = line, line.strip() or last_text
     return found
 
 

@@ -38,7 +38,7 @@ from measured import report_row
 from scipy import stats
 
 from debatelab.experiments.sweep import SweepPlan
-from debatelab.experiments.sweep_report import BEST_KEYS, protocol_arrays
+from debatelab.experiments.sweep_report import BEST_CURVES, BEST_KEYS, protocol_arrays
 from debatelab.reference import BEST_CAPABILITY, BEST_COLUMNS, published_setup
 
 #: Exact-play cells: the setup table's column and the sweep's per-image array.
@@ -130,8 +130,7 @@ def cell_units(chunks: list[dict[str, np.ndarray]], plan: SweepPlan) -> dict[str
         out[cell] = (np.array([a[name][-1] for a in arrays]) / sizes, sizes)
     for column, key in zip(BEST_COLUMNS, BEST_KEYS, strict=True):
         proto, metric = key.rsplit("_", 1)
-        name = f"{proto}_{metric}" if proto.startswith("consultancy") else f"{proto}_diag_{metric}"
-        sums = np.stack([a[name] for a in arrays])  # (chunks, capabilities)
+        sums = np.stack([a[f"{BEST_CURVES[proto]}_{metric}"] for a in arrays])  # (chunks, caps)
         best = int(sums.sum(axis=0).argmax())
         out[column] = (sums[:, best] / sizes, sizes)
     return out
@@ -143,8 +142,8 @@ def published_cells(variant: str) -> dict[str, float]:
     return {**{c: setup[c] for c in (*ZERO, *EXACT)}, **best}
 
 
-def full_cells(record: Path) -> dict[str, float]:
-    """Seed 0's full-test-set cells from the study's record (percent)."""
+def full_cells(record: Path) -> tuple[dict[str, float], int]:
+    """Seed 0's full-test-set cells from the study's record (percent), and its test images."""
     from debatelab.report.tables import SETUP_KEYS
 
     config = json.loads((record / "config.json").read_text())
@@ -153,14 +152,13 @@ def full_cells(record: Path) -> dict[str, float]:
                          f"{config['epochs']} epochs; the sweeps are seeds of the default recipe")  # fmt: skip
     metrics = json.loads((record / "metrics.json").read_text())
     out = {c: 100 * metrics[SETUP_KEYS[c]] for c in (*ZERO, *EXACT)}
-    out["n_images"] = metrics["n_images"]
     out.update(
         {
             c: 100 * metrics[f"best_{k}_accuracy"]
             for c, k in zip(BEST_COLUMNS, BEST_KEYS, strict=True)
         }
     )
-    return out
+    return out, metrics["n_images"]
 
 
 def main() -> None:
@@ -184,13 +182,13 @@ def main() -> None:
                         "--seed", str(seed), "--batch-size", "128", "--images", args.images,
                         "--quiet", "--out", str(folder)], check=True)  # fmt: skip
     units = [cell_units(*load_sweep(f)) for f in folders]
-    full, published = full_cells(record), published_cells(args.variant)
+    (full, n_full), published = full_cells(record), published_cells(args.variant)
     rows = []
     for cell in published:
         if any(not np.array_equal(u[cell][1], units[0][cell][1]) for u in units):
             raise SystemExit(f"the sweeps in {args.runs} split their images differently")
         values = 100 * np.stack([u[cell][0] for u in units], axis=1)
-        got = seed_interval(values, units[0][cell][1], full[cell], full["n_images"])
+        got = seed_interval(values, units[0][cell][1], full[cell], n_full)
         inside = "yes" if got["low"] <= published[cell] <= got["high"] else "no"
         numbers = [got["seeds_mean"], got["seeds_sd"], got["sd_seed"], got["sd_image"], full[cell],
                    got["centre"], got["low"], got["high"], published[cell]]  # fmt: skip

@@ -198,8 +198,8 @@ def dump_all_mask_probs(
         todo = todo[:stop_after_chunks]
     bounds = [(c * size, min((c + 1) * size, len(images))) for c in todo]
     if source is not None:
-        _check_source(source, meta, len(images))
         rows = np.asarray(source[1])
+        _check_source((source[0], rows), meta, len(images))
         chunks = ((i, source[0].probs.get_orthogonal_selection((rows[lo:hi], slice(None),
                    slice(None)))) for i, (lo, hi) in enumerate(bounds))  # fmt: skip
     else:
@@ -216,15 +216,22 @@ def dump_all_mask_probs(
     return store
 
 
+def holds_judge(store: AllMaskStore, fingerprint: str, grid: int, reveal: int) -> bool:
+    """Whether ``store`` is a finished store of the judge with ``fingerprint`` on the masks of
+    ``grid`` and ``reveal``."""
+    wanted = {"format": STORE_FORMAT, "judge_fingerprint": fingerprint, "grid": grid,
+              "reveal": reveal}  # fmt: skip
+    return store.complete and all(store.attrs.get(k) == v for k, v in wanted.items())
+
+
 def _check_source(source: tuple[AllMaskStore, np.ndarray], meta: dict, n_images: int) -> None:
     """A store to copy from holds this judge's probabilities on the same masks, for every
     image asked for."""
     store, rows = source
-    same = {k: store.attrs.get(k) for k in ("judge_fingerprint", "grid", "reveal", "format")}
-    if same != {k: meta[k] for k in same} or not store.complete:
+    if not holds_judge(store, meta["judge_fingerprint"], meta["grid"], meta["reveal"]):
         raise CacheError(f"store {store.path} is not a finished store of this judge's masks")
     if len(rows) != n_images or (
-        len(rows) and not 0 <= min(rows) <= max(rows) < store.probs.shape[0]
+        len(rows) and not 0 <= rows.min() <= rows.max() < store.probs.shape[0]
     ):
         raise CacheError(f"store {store.path} does not hold the {n_images} images asked for")
 

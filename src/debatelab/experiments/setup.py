@@ -25,6 +25,7 @@ from ..options import CLUSTER, IMAGES, WORKERS
 from ..store import (
     AllMaskStore,
     dump_all_mask_probs,
+    holds_judge,
     image_slice,
     judge_fingerprint,
     open_store,
@@ -164,9 +165,7 @@ def dump_store(
     source = None
     if whole != path and whole.exists():  # a part of the whole test set: copy, not compute
         full = open_store(whole)
-        if full.complete and full.attrs.get("judge_fingerprint") == judge_fingerprint(
-            setup.sparse.model
-        ):
+        if holds_judge(full, judge_fingerprint(setup.sparse.model), cfg.grid, cfg.reveal):
             source = (full, np.arange(n_total)[sl])
     return dump_all_mask_probs(
         setup.sparse.model, setup.data.x_test[sl], path, cfg.grid, cfg.reveal,

@@ -58,6 +58,10 @@ BEST_KEYS = ("consultancy_confidence_selection", "debate2_selection", "debate4_s
 #: Consultancy's curves: each claim ranking masks by its own probability, and one ranking by the
 #: judge's confidence.
 CONSULTANCIES = ("consultancy", "consultancy_confidence")
+#: Each protocol's curve that its best capability is read from (the prefix of its arrays in
+#: :func:`protocol_arrays`): consultancy's own curve, the debates' diagonal.
+BEST_CURVES = {**{name: name for name in CONSULTANCIES}, "debate2": "debate2_diag",
+               "debate4": "debate4_diag"}  # fmt: skip
 
 
 def protocol_arrays(res: dict[str, np.ndarray], plan: SweepPlan) -> dict[str, np.ndarray]:
@@ -89,8 +93,7 @@ def summary_metrics(res: dict[str, np.ndarray], arrays: dict[str, np.ndarray]) -
     """Exact-play columns, best capability (debate on the diagonal) and zero-capability ends."""
     metrics: dict = {"n_images": int(res["n_images"])}
     metrics.update(exact_columns(res))
-    pairs = [(name, name) for name in CONSULTANCIES]
-    for proto, prefix in pairs + [("debate2", "debate2_diag"), ("debate4", "debate4_diag")]:
+    for proto, prefix in BEST_CURVES.items():
         for m in ("selection", "judge"):
             curve = arrays[f"{prefix}_{m}"]
             metrics[f"best_{proto}_{m}_accuracy"] = float(curve.max())
