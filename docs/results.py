@@ -32,8 +32,10 @@ REPO = DOCS.parent
 sys.path.insert(0, str(REPO / "src"))  # this checkout's package, installed or not
 RUNS = DOCS / "records"
 RECORD_FILES = ("config.json", "manifest.json", "metrics.json")
-#: What a record also keeps when the run wrote it: the per-judge results of eval-published.
-RECORD_EXTRAS = ("judges.json",)
+#: What a record also keeps when the run wrote it: the per-judge results of eval-published, a
+#: trained judge's or debater's per-epoch history, the published curves beside it, and an
+#: argument-channel arm's diagnostics.
+RECORD_EXTRAS = ("judges.json", "history.json", "published_curves.json", "diagnostics.json")
 MARK = re.compile(r"(<!-- results: (\S+) -->\n)(.*?)(<!-- /results -->)", re.S)
 PAGES = [REPO / "README.md", *sorted(DOCS.glob("*.md")), *sorted(DOCS.glob("measurements/*.md"))]
 #: The pages of measured numbers: every table in them is rendered, or says why not.
@@ -693,6 +695,208 @@ def channel_cpu(page: Path) -> str:
     )
 
 
+def _record(name: str, command: str, file: str = "metrics.json") -> Path:
+    """``docs/records/NAME/FILE``, or a clear exit naming the command that would make it."""
+    path = RUNS / name / file
+    if not path.is_file():
+        raise SystemExit(f"docs/records/{name}/{file}: missing; run `{command}` and record it "
+                         f"(`python docs/results.py --record RUN_FOLDER {name}`)")  # fmt: skip
+    return path
+
+
+def _wall_total(name: str) -> float:
+    """A recorded run's wall time over all its sittings, in seconds."""
+    manifest = json.loads((RUNS / name / "manifest.json").read_text())
+    return float(manifest.get("wall_time_total_s", manifest["wall_time_s"]))
+
+
+def channel_paper(page: Path, arm: str) -> str:
+    """One argument-channel arm pair under the paper preset (``debatelab bits train --dataset D
+    --protocol P --preset paper [--control]``, recorded as ``docs/records/bits-paper-D-P`` and
+    ``...-control`` with their histories and the bits arm's diagnostics): final selection, judge
+    accuracy and belief of both arms, the difference with its standard error beside the
+    published one, the per-epoch differences and the diagnostics of the final judge."""
+    from debatelab.experiments.bits import delta_standard_error
+    from debatelab.reference import CHANNEL_DELTAS
+
+    variant, _, protocol = arm.rpartition("-")
+    names = {"bits arm": f"bits-paper-{arm}", "nested control": f"bits-paper-{arm}-control"}
+    command = f"debatelab bits train --dataset {variant} --protocol {protocol} --preset paper"
+    for label, name in names.items():
+        _record(name, command + " --control" * (label == "nested control"), "history.json")
+    m = {label: metrics(name) for label, name in names.items()}
+    histories = {label: json.loads((RUNS / name / "history.json").read_text())
+                 for label, name in names.items()}  # fmt: skip
+    diagnostics = json.loads(_record(names["bits arm"], command, "diagnostics.json").read_text())
+    n = diagnostics["n_images"]
+    lines = [f"| {variant} {protocol}, paper preset | selection | judge | belief | wall time "
+             "(all sittings) |", "|---|---|---|---|---|"]  # fmt: skip
+    for label, name in names.items():
+        lines.append(f"| {label} | {_pct(m[label]['selection'])} | {_pct(m[label]['judge'])} | "
+                     f"{_pct(m[label]['belief'])} | {_wall(_wall_total(name))} |")  # fmt: skip
+    a, c = m["bits arm"]["judge"], m["nested control"]["judge"]
+    se = 100 * delta_standard_error(a, c, n)
+    lines.append(f"| **bits - control** (standard error) | | **{100 * (a - c):+.2f}** ({se:.2f}) "
+                 "| | |")  # fmt: skip
+    lines.append(f"| published bits - control | | {CHANNEL_DELTAS[variant][protocol]:+.2f} | | |")
+    per_epoch = [100 * (b["judge"] - k["judge"])
+                 for b, k in zip(histories["bits arm"], histories["nested control"], strict=True)]  # fmt: skip
+    counts = diagnostics["codeword_counts"]
+    top = max(range(len(counts)), key=counts.__getitem__)
+    ratios = [(b["mi_claim"] / b["entropy"], b["mi_label_given_claim"] / b["entropy"])
+              for b in diagnostics["bits"] if b["entropy"] > 0]  # fmt: skip
+    per_bit = (
+        f"per bit, I(b; claim) / H(b) is {min(r[0] for r in ratios):.2f}-"
+        f"{max(r[0] for r in ratios):.2f} and I(b; y | claim) / H(b) "
+        f"{min(r[1] for r in ratios):.2f}-{max(r[1] for r in ratios):.2f}"
+        if ratios
+        else "no bit varies"
+    )
+    records = ", ".join(_link(RUNS / name / "metrics.json", page, name) for name in names.values())
+    return (
+        "\n".join(lines)
+        + "\n\nBits minus control in judge accuracy after each epoch: "
+        + ", ".join(f"{d:+.2f}" for d in per_epoch)
+        + f" points. Diagnostics of the final bits judge on a fresh pass of the {n:,} test "
+        f"images: judge accuracy {_pct(diagnostics['judge_accuracy'])}; codeword entropy "
+        f"{diagnostics['codeword_entropy']:.2f} bits of {len(diagnostics['bits'])} "
+        f"({counts[top]:,} of the {n:,} plays use codeword {top}); randomising the bits changes "
+        f"judge accuracy by {100 * diagnostics['ablation_judge_accuracy_change']:+.2f} points "
+        f"and belief by {100 * diagnostics['ablation_belief_change']:+.2f}; {per_bit}. "
+        f"(Records: {records}.)\n"
+    )
+
+
+#: The supervised baselines' published values, percent, after 15 epochs: gold from the
+#: executed logs of the published notebooks 07 and 08 (docs/measurements/judge-recipe-comparison.md).
+CHANNEL_GOLD_LOG = {"fashionmnist-whitened": 95.36, "cifar10": 67.42}
+CHANNEL_BASELINE_VARIANTS = ("fashionmnist-whitened", "cifar10")
+
+
+def _channel_baselines() -> dict[str, dict]:
+    return {v: metrics(_record(f"bits-baselines-{v}-paper",
+                               f"debatelab bits baselines --dataset {v} --preset paper").parent.name)
+            for v in CHANNEL_BASELINE_VARIANTS}  # fmt: skip
+
+
+def channel_baselines(page: Path) -> str:
+    """The argument channel's baselines under the paper preset (``debatelab bits baselines
+    --dataset D --preset paper``, recorded as ``docs/records/bits-baselines-D-paper``): gold,
+    the random-mask judge on one fresh mask beside the published table and log, and its
+    ensembles."""
+    from debatelab.reference import CHANNEL_RANDOM_MASK
+
+    parts = []
+    for variant, m in _channel_baselines().items():
+        name = f"bits-baselines-{variant}-paper"
+        published = CHANNEL_RANDOM_MASK[variant]
+        ensembles = sorted((int(k.rsplit("_", 1)[1]), v) for k, v in m.items()
+                           if k.startswith("ensemble_") and k[-1].isdigit())  # fmt: skip
+        parts.append(
+            f"- {variant}: gold {_pct(m['gold'])}, random mask (1) **{_pct(m['random_mask_1'])}** "
+            f"(published {published['table']:.2f}, epoch-15 log {published['log']:.2f}), its "
+            "ensemble "
+            + ", ".join(f"{_pct(v)} ({k:,} masks)" for k, v in ensembles)
+            + f", {_pct(m['ensemble_all'])} (all 58,905); {_wall(_wall_total(name))} "
+            f"({_link(RUNS / name / 'metrics.json', page, 'record')})"
+        )
+    return "\n".join(parts) + "\n"
+
+
+def recipe_baselines(page: Path) -> str:
+    """The argument channel's baselines under the paper preset beside the published notebooks'
+    executed logs (the recipe comparison's check of our pipeline and loop)."""
+    from debatelab.reference import CHANNEL_RANDOM_MASK
+
+    labels = {"fashionmnist-whitened": "FashionMNIST-whitened", "cifar10": "CIFAR-10"}
+    lines = ["| 15 epochs, D3-style net | published log | ours |", "|---|---|---|"]
+    links = []
+    for variant, m in _channel_baselines().items():
+        published = CHANNEL_RANDOM_MASK[variant]
+        gold = labels[variant] + " gold" + (" (our copy is JPEG)" if variant == "cifar10" else "")
+        lines.append(f"| {gold} | {CHANNEL_GOLD_LOG[variant]:.2f} | {_pct(m['gold'])} |")
+        lines.append(f"| {labels[variant]} random-mask judge (one mask) | {published['table']:.2f} "
+                     f"({published['log']:.2f} in the log) | {_pct(m['random_mask_1'])} |")  # fmt: skip
+        name = f"bits-baselines-{variant}-paper"
+        links.append(_link(RUNS / name / "metrics.json", page, name))
+    return "\n".join(lines) + f"\n\n(Records: {', '.join(links)}.)\n"
+
+
+#: The agents of the learned debaters' cross-play table, in its order.
+CROSSPLAY_AGENTS = ("learned", "greedy", "random", "mcts10", "mcts100", "mcts1000")
+
+
+def agents_crossplay(page: Path, runs: str) -> str:
+    """The learned pixel debaters against each other and the search agents (``debatelab agents
+    train``, each run recorded as ``docs/records/RUN``; ``runs`` comma-separated): honest wins
+    per image with their binomial standard errors, rows the honest agent, columns the liar;
+    a pair no run played but ``pixel_rollouts.csv`` holds (X against X) is taken from there."""
+    cells, n_images, links = {}, set(), []
+    for name in runs.split(","):
+        m = metrics(_record(name, "debatelab agents train --pixels 6").parent.name)
+        n_images.add(m["n_images"])
+        for key, value in m.items():
+            if key.endswith("_win_rate"):
+                honest, liar = key.removesuffix("_win_rate").split("_vs_")
+                cells[(honest, liar)] = rate({"p": value, "n_images": m["n_images"]}, "p")
+        links.append(_link(RUNS / name / "metrics.json", page, name))
+    if len(n_images) != 1:
+        raise SystemExit(f"agents-crossplay: the runs {runs} played different image counts")
+    (n,) = n_images
+    pixels = DOCS / "pixel_rollouts.csv"
+    starred = []
+    for row in _csv_rows(pixels):
+        agent = row["agent"] + row["rollouts"]
+        if ((row["pixels"], row["first"], row["judge"]) == ("6", "liar", "nonzero")
+                and agent in CROSSPLAY_AGENTS and (agent, agent) not in cells
+                and int(row["n_images"]) == n):  # fmt: skip
+            cells[(agent, agent)] = rate(row, "honest_win_rate_precommit").replace(" (", "* (")
+            starred.append(agent)
+
+    def label(agent: str) -> str:
+        return f"MCTS {int(agent[4:]):,}" if agent.startswith("mcts") else agent
+
+    header = "| honest \\ liar | " + " | ".join(map(label, CROSSPLAY_AGENTS)) + " |"
+    lines = [header, "|---" * (len(CROSSPLAY_AGENTS) + 1) + "|"]
+    for honest in CROSSPLAY_AGENTS:
+        lines.append(f"| {label(honest)} | "
+                     + " | ".join(cells.get((honest, liar), "") for liar in CROSSPLAY_AGENTS)
+                     + " |")  # fmt: skip
+    note = (f"\n\n\\* From {_link(pixels, page, pixels.name)} (`debatelab pixels` on the same "
+            "images, another seed stream)." if starred else "")  # fmt: skip
+    return "\n".join(lines) + note + f"\n\n(Records: {', '.join(links)}.)\n"
+
+
+def judge_epochs(page: Path, run: str) -> str:
+    """A trained judge's per-epoch judge and selection accuracy (``debatelab judges train``,
+    recorded as ``docs/records/RUN`` with its history and the published curves) beside the
+    published per-epoch curve, with each epoch's wall time."""
+    history = json.loads(_record(run, "debatelab judges train", "history.json").read_text())
+    published = {}
+    if (RUNS / run / "published_curves.json").is_file():
+        (published,) = json.loads((RUNS / run / "published_curves.json").read_text()).values()
+    lines = [
+        "| epoch | judge accuracy | selection accuracy | epoch wall time |",
+        "|---|---|---|---|",
+    ]
+
+    def cell(entry: dict, metric: str) -> str:
+        ours = _pct(entry[metric])
+        curve = published.get(metric, [])
+        return ours + (
+            f" ({curve[entry['epoch'] - 1]:.2f})" if entry["epoch"] <= len(curve) else ""
+        )
+
+    for entry in history:
+        lines.append(f"| {entry['epoch']} | {cell(entry, 'judge')} | {cell(entry, 'selection')} | "
+                     f"{_wall(entry['wall_seconds'])} |")  # fmt: skip
+    total = _wall(sum(e["wall_seconds"] for e in history))
+    return (
+        "\n".join(lines) + f"\n\n(Published per-epoch values in brackets; {total} over the "
+        f"epochs; record: {_link(RUNS / run / 'metrics.json', page, run)}.)\n"
+    )
+
+
 #: Table name -> its renderer (given the page it sits in, for relative links); a name
 #: ``kind:arg`` calls ``kind``'s renderer with ``arg``.
 TABLES = {"headline": headline, "pools-grid": pools_grid, "pools-contrasts": pools_contrasts,
@@ -705,7 +909,9 @@ TABLES = {"headline": headline, "pools-grid": pools_grid, "pools-contrasts": poo
           "judges-sweep": judges_sweep, "judges-exact": judges_exact,
           "published-judges": published_judges,
           "pixel-judge-recipes": pixel_judge_recipes,
-          "seed-intervals": seed_intervals}  # fmt: skip
+          "seed-intervals": seed_intervals, "channel-paper": channel_paper,
+          "channel-baselines": channel_baselines, "recipe-baselines": recipe_baselines,
+          "agents-crossplay": agents_crossplay, "judge-epochs": judge_epochs}  # fmt: skip
 
 
 def render(name: str, page: Path) -> str:

@@ -91,6 +91,32 @@ def test_published_judges_render_from_a_recorded_eval_published_run(results, tmp
             assert line in table
 
 
+def test_a_trained_judges_epochs_render_beside_the_published_curve(results, tmp_path, monkeypatch):
+    """``--record`` keeps a judges-train run's history and published curves; the epoch table
+    shows each epoch's judge and selection accuracy, the published value of that epoch in
+    brackets (none past the published curve's end) and the epoch's wall time."""
+    run = tmp_path / "run"
+    run.mkdir()
+    config = {"command": "judges-train", "design": "D1"}
+    (run / "config.json").write_text(json.dumps(config))
+    (run / "manifest.json").write_text(json.dumps({**config, "wall_time_s": 1.0}))
+    (run / "metrics.json").write_text(json.dumps({"judge": 0.9, "selection": 0.91}))
+    history = [{"epoch": 1, "judge": 0.8171, "selection": 0.8236, "wall_seconds": 1608.0},
+               {"epoch": 2, "judge": 0.8676, "selection": 0.8727, "wall_seconds": 301.0}]  # fmt: skip
+    (run / "history.json").write_text(json.dumps(history))
+    curves = {"this run": {"judge": [82.96], "selection": [83.57]}}
+    (run / "published_curves.json").write_text(json.dumps(curves))
+    monkeypatch.setattr(results, "RUNS", tmp_path / "records")
+    kept = results.record(run, "d1")
+    assert (kept / "history.json").is_file() and (kept / "published_curves.json").is_file()
+    table = results.judge_epochs(REPO / "docs" / "page.md", "d1")
+    rows = [
+        line for line in table.splitlines() if line.startswith("| 1 ") or line.startswith("| 2 ")
+    ]
+    assert rows == ["| 1 | 81.71 (82.96) | 82.36 (83.57) | 26.8 min |",
+                    "| 2 | 86.76 | 87.27 | 301 s |"]  # fmt: skip
+
+
 def test_a_changed_record_shows_as_a_differing_table(results, tmp_path, monkeypatch):
     page = tmp_path / "page.md"
     page.write_text("x\n<!-- results: headline -->\nstale\n<!-- /results -->\ny\n")
