@@ -29,6 +29,8 @@ def test_bars_are_stages_with_an_eta_and_lines_only_off_a_terminal(tmp_path, mon
         bar.update(2)  # a hidden bar (--quiet) is still a stage of the log
     with progress_module.progress(total=3, desc="batches", stage=False) as bar:
         bar.update(3)  # a loop logged otherwise: no stage
+    with progress_module.progress(total=3, desc="passes", unit="batch") as bar:
+        bar.update(3)
     with warnings.catch_warnings():
         warnings.simplefilter("always")
         warnings.warn("a warning the run should keep", UserWarning, stacklevel=1)
@@ -49,6 +51,7 @@ def test_bars_are_stages_with_an_eta_and_lines_only_off_a_terminal(tmp_path, mon
     assert [line.split("] ", 1)[1] for line in lines] == [e["message"].splitlines()[0]
                                                          for e in shown]  # fmt: skip
     assert "chunks: 2 chunks of 4 chunks" in printed.getvalue()
+    assert "passes: done, 3 batches in" in printed.getvalue()
     # on a terminal the bars speak: no lines, the log file all the same; a second sitting
     terminal = _Terminal()
     again = RunLog(tmp_path, "demo", stream=terminal)

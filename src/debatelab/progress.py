@@ -56,7 +56,9 @@ class _StageBar(tqdm):
         unit = self._unit if self._unit != "it" else "steps"
         if unit == "B":
             return f"{n / 1e6:,.1f} MB"
-        return f"{n:,} {unit}" + ("s" if n != 1 and not unit.endswith("s") else "")
+        if n == 1 or unit.endswith("s"):
+            return f"{n:,} {unit}"
+        return f"{n:,} {unit}" + ("es" if unit.endswith(("ch", "sh", "x", "z")) else "s")
 
     def _tick(self, n: float) -> None:
         self._done += n

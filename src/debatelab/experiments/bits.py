@@ -22,6 +22,7 @@ import numpy as np
 from ..data import VARIANTS, load_variant
 from ..judges.onpolicy import OnPolicyConfig
 from ..options import CLUSTER, DEVICE, IMAGES, INTS, parse_device, parse_int_list
+from ..progress import progress
 from ..reference import CHANNEL_DELTAS, CHANNEL_ENTROPY, CHANNEL_RANDOM_MASK
 from ..report.runs import RunFolder
 from ..store import parse_images
@@ -232,7 +233,9 @@ def baselines(variant: str, preset: str, folder: RunFolder, data, images: range,
     picks = {n: gen.integers(0, len(universe), (len(images), n)) for n in [1, *budgets]}
     sums = {n: 0 for n in picks}
     sums["all"] = 0
-    for i in range(0, len(images), 16):
+    # every image against all 58,905 masks: minutes on a CPU, so it is a stage of the log
+    for i in progress(range(0, len(images), 16), enabled=folder.progress, unit="batch",
+                      desc=f"random-mask ensembles ({len(universe):,} masks)"):  # fmt: skip
         with torch.no_grad():
             probs = judge.universe_scores(x[i : i + 16], universe).double().cpu().numpy()
         yy = y[i : i + 16]
