@@ -767,9 +767,6 @@ def channel_paper(page: Path, arm: str) -> str:
     )
 
 
-#: The supervised baselines' published values, percent, after 15 epochs: gold from the
-#: executed logs of the published notebooks 07 and 08 (docs/measurements/judge-recipe-comparison.md).
-CHANNEL_GOLD_LOG = {"fashionmnist-whitened": 95.36, "cifar10": 67.42}
 CHANNEL_BASELINE_VARIANTS = ("fashionmnist-whitened", "cifar10")
 
 
@@ -806,7 +803,7 @@ def channel_baselines(page: Path) -> str:
 def recipe_baselines(page: Path) -> str:
     """The argument channel's baselines under the paper preset beside the published notebooks'
     executed logs (the recipe comparison's check of our pipeline and loop)."""
-    from debatelab.reference import CHANNEL_RANDOM_MASK
+    from debatelab.reference import CHANNEL_GOLD_LOG, CHANNEL_RANDOM_MASK
 
     labels = {"fashionmnist-whitened": "FashionMNIST-whitened", "cifar10": "CIFAR-10"}
     lines = ["| 15 epochs, D3-style net | published log | ours |", "|---|---|---|"]
