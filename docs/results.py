@@ -435,8 +435,7 @@ def pixel_paper_judge(page: Path) -> str:
             lines.append(f"| {k} | pending | {published:.1f} | | {epochs} | | |")
             continue
         ours = 100 * metrics(name)["judge_accuracy"]
-        manifest = json.loads((RUNS / name / "manifest.json").read_text())
-        wall = manifest.get("wall_time_total_s", manifest["wall_time_s"])
+        wall = _wall_total(name)
         lines.append(f"| {k} | {ours:.2f} | {published:.1f} | {ours - published:+.2f} | {epochs} | "
                      f"{wall / 60:.0f} min | {_link(RUNS / name / 'metrics.json', page, name)} |")  # fmt: skip
     pixels = DOCS / "pixel_rollouts.csv"
@@ -647,10 +646,9 @@ def channel_cpu(page: Path) -> str:
     baselines, links = [], []
     for variant in variants:
         name = f"bits-sweep-{variant}"
-        if not (RUNS / name / "metrics.json").is_file():
-            raise SystemExit(f"docs/records/{name}: missing; run `debatelab bits sweep "
-                             f"--dataset {variant}` and record it")  # fmt: skip
-        m, n = metrics(name), metrics(name)["n_images"]
+        _record(name, f"debatelab bits sweep --dataset {variant}")
+        m = metrics(name)
+        n = m["n_images"]
         sweep = ChannelSweepConfig(variant=variant, preset="cpu")
         arms = {(p, b, budget): sweep.arm(p, b, budget, _channels(variant)).name
                 for p, b, budget in ARMS}  # fmt: skip
